@@ -1,0 +1,245 @@
+"""Rebuild one conversation transcript from the observations buffered for a session.
+
+Stateless chat APIs resend the whole history on every model call, so the transcript is not the
+concatenation of every call's messages: each call's inputs are aligned against the transcript so
+far (the longest suffix of the transcript that the inputs start with is already known) and only
+the rest is appended, followed by the call's outputs. Delta-style APIs (which send only the new
+message) align on nothing and simply append. Tool executions are then joined to the tool calls
+that requested them, by call id or else by name within the same trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from collector.records import Message, Observation, ObservationKind
+from turnwatch.schema import Role, TokenUsage, ToolCall, Turn
+
+
+def ns_to_datetime(ns: int) -> datetime | None:
+    if ns <= 0:
+        return None
+    return datetime.fromtimestamp(ns / 1e9, tz=UTC)
+
+
+@dataclass(slots=True)
+class Transcript:
+    turns: list[Turn] = field(default_factory=list)
+    system_instructions: list[str] = field(default_factory=list)
+    incomplete_reasons: list[str] = field(default_factory=list)
+    providers: list[str] = field(default_factory=list)
+    models: list[str] = field(default_factory=list)
+    dialects: list[str] = field(default_factory=list)
+    tool_errors: int = 0
+
+
+@dataclass(slots=True)
+class _Placed:
+    """A transcript message with the model call that first revealed it."""
+
+    message: Message
+    call: Observation
+    is_output: bool
+
+
+def _merge_same_span(calls: list[Observation]) -> list[Observation]:
+    """A span and its log events (details event, per-message events) describe one call."""
+    merged: dict[tuple[str, str], Observation] = {}
+    ordered: list[Observation] = []
+    for call in calls:
+        key = (call.trace_id, call.span_id)
+        existing = merged.get(key) if call.span_id else None
+        if existing is None:
+            merged[key] = call
+            ordered.append(call)
+            continue
+        if (
+            call.kind is ObservationKind.MESSAGE_EVENT
+            and existing.kind is ObservationKind.MESSAGE_EVENT
+        ):
+            existing.inputs.extend(call.inputs)
+            existing.outputs.extend(call.outputs)
+            existing.system_instructions.extend(call.system_instructions)
+        else:
+            if not existing.inputs and not existing.outputs:
+                existing.inputs, existing.outputs = call.inputs, call.outputs
+                existing.system_instructions = call.system_instructions
+                existing.dialect = call.dialect
+            existing.model = existing.model or call.model
+            existing.provider = existing.provider or call.provider
+            existing.input_tokens = existing.input_tokens or call.input_tokens
+            existing.output_tokens = existing.output_tokens or call.output_tokens
+            if existing.kind is ObservationKind.MESSAGE_EVENT:
+                existing.kind = ObservationKind.LLM_CALL
+                existing.start_ns, existing.end_ns = call.start_ns, call.end_ns
+        existing.incomplete_reasons.extend(call.incomplete_reasons)
+    return ordered
+
+
+def _overlap(known: list[tuple[Any, ...]], incoming: list[tuple[Any, ...]]) -> int:
+    """Length of the longest suffix of `known` that `incoming` starts with."""
+    if not known or not incoming:
+        return 0
+    limit = min(len(known), len(incoming))
+    first = incoming[0]
+    for length in range(limit, 0, -1):
+        start = len(known) - length
+        if known[start] == first and known[start:] == incoming[:length]:
+            return length
+    return 0
+
+
+def _align(calls: list[Observation]) -> list[_Placed]:
+    placed: list[_Placed] = []
+    identities: list[tuple[Any, ...]] = []
+    for call in calls:
+        incoming = [message.identity() for message in call.inputs]
+        known = _overlap(identities, incoming)
+        for message in call.inputs[known:]:
+            placed.append(_Placed(message, call, is_output=False))
+        identities.extend(incoming[known:])
+        for message in call.outputs:
+            placed.append(_Placed(message, call, is_output=True))
+            identities.append(message.identity())
+    return placed
+
+
+def _tool_call(part: Any) -> ToolCall:
+    return ToolCall(id=part.id, name=part.name, arguments=part.arguments)
+
+
+def _response_text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return orjson.dumps(value).decode()
+
+
+def _build_turns(placed: list[_Placed]) -> list[Turn]:
+    turns: list[Turn] = []
+    pending: dict[str, ToolCall] = {}
+    for item in placed:
+        message, call = item.message, item.call
+        if message.role == "tool":
+            target = pending.get(message.tool_call_id or "")
+            if target is not None and not message.redacted:
+                target.result = message.tool_response
+                continue
+        turn = Turn(
+            index=len(turns),
+            role=Role(message.role),
+            text=message.text if message.role != "tool" else _response_text(message.tool_response),
+            tool_calls=[_tool_call(part) for part in message.tool_calls],
+            tool_call_id=message.tool_call_id,
+            name=message.name,
+            started_at=ns_to_datetime(call.end_ns if item.is_output else call.start_ns),
+            redacted=message.redacted,
+            truncated=message.truncated,
+            trace_id=call.trace_id or None,
+        )
+        if item.is_output:
+            turn.model = call.model
+            turn.finish_reason = message.finish_reason
+            if call.end_ns > call.start_ns > 0:
+                turn.latency_ms = (call.end_ns - call.start_ns) / 1e6
+            if call.input_tokens is not None or call.output_tokens is not None:
+                turn.usage = TokenUsage(
+                    input_tokens=call.input_tokens, output_tokens=call.output_tokens
+                )
+        for tool_call in turn.tool_calls:
+            if tool_call.id:
+                pending[tool_call.id] = tool_call
+        turns.append(turn)
+    return turns
+
+
+def _attach_executions(turns: list[Turn], executions: list[Observation]) -> int:
+    """Join execute_tool spans to the tool calls that asked for them; return failed count."""
+    by_id = {call.id: call for turn in turns for call in turn.tool_calls if call.id}
+    failures = 0
+    for execution in sorted(executions, key=lambda item: item.start_ns):
+        tool = execution.tool
+        if tool is None:
+            continue
+        failures += tool.error is not None
+        target = by_id.get(tool.call_id or "")
+        if target is None:
+            target = next(
+                (
+                    call
+                    for turn in turns
+                    if turn.trace_id == execution.trace_id
+                    for call in turn.tool_calls
+                    if call.name == tool.name and call.started_at is None
+                ),
+                None,
+            )
+        if target is None:
+            owner = next(
+                (
+                    t
+                    for t in reversed(turns)
+                    if t.role is Role.ASSISTANT and t.trace_id == execution.trace_id
+                ),
+                None,
+            )
+            if owner is None:
+                owner = Turn(
+                    index=len(turns),
+                    role=Role.ASSISTANT,
+                    started_at=ns_to_datetime(execution.start_ns),
+                    trace_id=execution.trace_id,
+                )
+                turns.append(owner)
+            target = ToolCall(id=tool.call_id, name=tool.name, arguments=tool.arguments)
+            owner.tool_calls.append(target)
+        if target.arguments is None:
+            target.arguments = tool.arguments
+        if target.result is None:
+            target.result = tool.result
+        target.error = tool.error
+        target.started_at = ns_to_datetime(execution.start_ns)
+        if execution.end_ns > execution.start_ns > 0:
+            target.duration_ms = (execution.end_ns - execution.start_ns) / 1e6
+    return failures
+
+
+def _unique(values: list[str | None]) -> list[str]:
+    return list(dict.fromkeys(value for value in values if value))
+
+
+def assemble(observations: list[Observation]) -> Transcript:
+    calls = [
+        o
+        for o in observations
+        if o.kind in (ObservationKind.LLM_CALL, ObservationKind.MESSAGE_EVENT)
+    ]
+    calls = _merge_same_span(sorted(calls, key=lambda o: (o.start_ns, o.event_sequence)))
+    if any(not call.agent_level for call in calls):
+        # Agent spans repeat the user input and final answer of the model calls inside them.
+        calls = [call for call in calls if not call.agent_level]
+    calls.sort(key=lambda o: (o.start_ns, o.end_ns))
+    transcript = Transcript()
+    reasons: list[str] = []
+    for call in calls:
+        reasons.extend(call.incomplete_reasons)
+        if not call.inputs and not call.outputs:
+            reasons.append("no_content")
+    transcript.turns = _build_turns(_align(calls))
+    executions = [o for o in observations if o.kind is ObservationKind.TOOL_EXECUTION]
+    transcript.tool_errors = _attach_executions(transcript.turns, executions)
+    if any(turn.redacted for turn in transcript.turns):
+        reasons.append("redacted_content")
+    transcript.system_instructions = _unique(
+        [text for call in calls for text in call.system_instructions]
+    )
+    transcript.incomplete_reasons = _unique(reasons)
+    transcript.providers = _unique([call.provider for call in calls])
+    transcript.models = _unique([call.model for call in calls])
+    transcript.dialects = _unique(
+        [o.dialect for o in observations if o.kind is not ObservationKind.CONTEXT]
+    )
+    return transcript

@@ -1,0 +1,33 @@
+"""Dialect decoders: one small class per way chatbots put conversations into OTel data.
+
+Each decoder looks at one span (or log record) and returns an `Observation` when it recognises
+its dialect, else None. `build_span_decoders` composes them in the configured order.
+"""
+
+from __future__ import annotations
+
+from collector.dialects.base import LogDecoder, SpanDecoder
+from collector.dialects.genai import GenAIDetailsEventDecoder, GenAISpanDecoder
+from collector.dialects.genai_events import GenAIMessageEventLogDecoder, GenAISpanEventDecoder
+from collector.dialects.openinference import OpenInferenceDecoder
+from collector.dialects.openllmetry import OpenLLMetryDecoder
+
+SPAN_DECODERS: dict[str, type[SpanDecoder]] = {
+    "genai": GenAISpanDecoder,
+    "genai_events": GenAISpanEventDecoder,
+    "openinference": OpenInferenceDecoder,
+    "openllmetry": OpenLLMetryDecoder,
+}
+
+LOG_DECODERS: dict[str, type[LogDecoder]] = {
+    "genai": GenAIDetailsEventDecoder,
+    "genai_events": GenAIMessageEventLogDecoder,
+}
+
+
+def build_span_decoders(names: list[str], redaction_markers: list[str]) -> list[SpanDecoder]:
+    return [SPAN_DECODERS[name](redaction_markers) for name in names if name in SPAN_DECODERS]
+
+
+def build_log_decoders(names: list[str], redaction_markers: list[str]) -> list[LogDecoder]:
+    return [LOG_DECODERS[name](redaction_markers) for name in names if name in LOG_DECODERS]

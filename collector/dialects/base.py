@@ -1,0 +1,169 @@
+"""What every dialect decoder shares: the decoder interfaces and message normalisation."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import orjson
+
+from collector.records import LogView, Message, Observation, SpanView, ToolCallPart
+
+ROLE_ALIASES = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "model": "assistant",
+    "ai": "assistant",
+    "tool": "tool",
+    "function": "tool",
+    "ipython": "tool",
+}
+
+INFERENCE_OPERATIONS = frozenset({"chat", "generate_content", "text_completion", "invoke_agent"})
+
+
+class SpanDecoder(ABC):
+    """Turns one span of its dialect into an Observation; returns None for other spans."""
+
+    name: str
+
+    def __init__(self, redaction_markers: list[str]) -> None:
+        self.markers = frozenset(redaction_markers)
+
+    @abstractmethod
+    def decode(self, span: SpanView) -> Observation | None: ...
+
+
+class LogDecoder(ABC):
+    """Turns one log record of its dialect into an Observation; returns None for others."""
+
+    name: str
+
+    def __init__(self, redaction_markers: list[str]) -> None:
+        self.markers = frozenset(redaction_markers)
+
+    @abstractmethod
+    def decode(self, record: LogView) -> Observation | None: ...
+
+
+def normalise_role(raw: Any) -> str | None:
+    if not isinstance(raw, str):
+        return None
+    return ROLE_ALIASES.get(raw.strip().lower())
+
+
+def salvage_json(text: str) -> tuple[Any, bool]:
+    """Parse JSON; if the emitter cut it off (attribute length limits), close what is open.
+
+    Returns (value, truncated). A value that cannot be salvaged comes back as (None, True).
+    """
+    try:
+        return orjson.loads(text), False
+    except orjson.JSONDecodeError:
+        pass
+    stack: list[str] = []
+    cut_points: list[tuple[int, tuple[str, ...]]] = []
+    in_string = False
+    escaped = False
+    for position, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+            continue
+        if char == '"':
+            in_string = True
+        elif char in "[{":
+            stack.append("]" if char == "[" else "}")
+        elif char in "]}":
+            if not stack:
+                return None, True
+            stack.pop()
+            cut_points.append((position + 1, tuple(stack)))
+        elif char == ",":
+            cut_points.append((position, tuple(stack)))
+    candidates = []
+    if in_string:
+        closed = text[:-1] if escaped else text
+        candidates.append(closed + '"' + "".join(reversed(stack)))
+    candidates.append(text + "".join(reversed(stack)))
+    for position, open_brackets in reversed(cut_points[-8:]):
+        candidates.append(text[:position] + "".join(reversed(open_brackets)))
+    for candidate in candidates:
+        try:
+            return orjson.loads(candidate), True
+        except orjson.JSONDecodeError:
+            continue
+    return None, True
+
+
+def maybe_json(value: Any) -> Any:
+    """Tool arguments and results arrive as objects or as JSON strings; prefer the object."""
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value
+    return value
+
+
+def text_or_marker(raw: Any, markers: frozenset[str]) -> tuple[str | None, bool]:
+    """Return (text, redacted) for a content value, recognising redaction markers."""
+    if raw is None:
+        return None, False
+    if not isinstance(raw, str):
+        raw = orjson.dumps(raw).decode()
+    if raw.strip() in markers:
+        return None, True
+    return raw, False
+
+
+def tool_call_part(call_id: Any, name: Any, arguments: Any) -> ToolCallPart:
+    return ToolCallPart(
+        id=str(call_id) if call_id not in (None, "") else None,
+        name=str(name) if name else "unknown",
+        arguments=maybe_json(arguments),
+    )
+
+
+def mark_truncated(messages: list[Message]) -> None:
+    if messages:
+        messages[-1].truncated = True
+
+
+def messages_size(messages: list[Message]) -> int:
+    size = 0
+    for message in messages:
+        size += len(message.text or "") + 64
+        for call in message.tool_calls:
+            size += len(call.name) + (
+                len(call.arguments) if isinstance(call.arguments, str) else 64
+            )
+        if message.tool_response is not None:
+            response = message.tool_response
+            size += len(response) if isinstance(response, str) else 64
+    return size
+
+
+def first_str(attributes: dict[str, Any], *keys: str) -> str | None:
+    for key in keys:
+        value = attributes.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def first_int(attributes: dict[str, Any], *keys: str) -> int | None:
+    for key in keys:
+        value = attributes.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.isdigit():
+            return int(value)
+    return None

@@ -1,0 +1,246 @@
+"""OTel GenAI semantic conventions v1.37+: `gen_ai.input.messages` / `gen_ai.output.messages`.
+
+Content arrives as a JSON string (Python SDKs) or as structured AnyValues (SDKs that support
+complex attributes, and always on the `gen_ai.client.inference.operation.details` log event).
+Tool executions are `execute_tool` spans with `gen_ai.tool.*` attributes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from collector.dialects.base import (
+    INFERENCE_OPERATIONS,
+    LogDecoder,
+    SpanDecoder,
+    first_int,
+    first_str,
+    mark_truncated,
+    maybe_json,
+    messages_size,
+    normalise_role,
+    salvage_json,
+    text_or_marker,
+    tool_call_part,
+)
+from collector.records import (
+    STATUS_ERROR,
+    LogView,
+    Message,
+    Observation,
+    ObservationKind,
+    SpanView,
+    ToolExecution,
+)
+
+INPUT_MESSAGES = "gen_ai.input.messages"
+OUTPUT_MESSAGES = "gen_ai.output.messages"
+SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+
+
+def _structured(value: Any, reasons: list[str]) -> Any:
+    if isinstance(value, str):
+        parsed, truncated = salvage_json(value)
+        if truncated:
+            reasons.append("truncated_content")
+        return parsed
+    return value
+
+
+def _message(raw: Any, markers: frozenset[str], reasons: list[str]) -> list[Message]:
+    """One GenAI ChatMessage; a tool message with several responses becomes several messages."""
+    if not isinstance(raw, dict):
+        reasons.append("malformed_message")
+        return []
+    role = normalise_role(raw.get("role"))
+    if role is None:
+        reasons.append("unknown_role")
+        return []
+    parts = raw.get("parts")
+    if not isinstance(parts, list):
+        parts = [{"type": "text", "content": raw["content"]}] if "content" in raw else []
+    message = Message(role=role, name=raw.get("name") if isinstance(raw.get("name"), str) else None)
+    finish_reason = raw.get("finish_reason")
+    message.finish_reason = finish_reason if isinstance(finish_reason, str) else None
+    texts: list[str] = []
+    responses: list[Message] = []
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind == "text":
+            text, redacted = text_or_marker(part.get("content"), markers)
+            message.redacted |= redacted
+            if text is not None:
+                texts.append(text)
+        elif kind == "tool_call":
+            message.tool_calls.append(
+                tool_call_part(part.get("id"), part.get("name"), part.get("arguments"))
+            )
+        elif kind == "tool_call_response":
+            response = part["response"] if "response" in part else part.get("result")
+            responses.append(
+                Message(
+                    role="tool",
+                    tool_call_id=str(part["id"]) if part.get("id") not in (None, "") else None,
+                    tool_response=maybe_json(response),
+                )
+            )
+    if texts:
+        message.text = "\n".join(texts)
+    if responses and role == "tool" and not texts:
+        return responses
+    return [message, *responses] if (texts or message.tool_calls or message.redacted) else responses
+
+
+def parse_messages(value: Any, markers: frozenset[str], reasons: list[str]) -> list[Message]:
+    value = _structured(value, reasons)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        reasons.append("malformed_messages")
+        return []
+    messages: list[Message] = []
+    for raw in value:
+        messages.extend(_message(raw, markers, reasons))
+    if "truncated_content" in reasons:
+        mark_truncated(messages)
+    return messages
+
+
+def parse_system_instructions(value: Any, markers: frozenset[str], reasons: list[str]) -> list[str]:
+    value = _structured(value, reasons)
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list):
+        return []
+    texts = []
+    for part in value:
+        if isinstance(part, dict) and part.get("type", "text") == "text":
+            text, _ = text_or_marker(part.get("content"), markers)
+            if text:
+                texts.append(text)
+        elif isinstance(part, str):
+            texts.append(part)
+    return texts
+
+
+def split_system(messages: list[Message]) -> tuple[list[Message], list[str]]:
+    """System messages describe the bot, not the conversation: keep them apart."""
+    system = [m.text for m in messages if m.role == "system" and m.text]
+    return [m for m in messages if m.role != "system"], system
+
+
+def llm_call(
+    attributes: dict[str, Any],
+    markers: frozenset[str],
+    dialect: str,
+    trace_id: str,
+    span_id: str,
+    start_ns: int,
+    end_ns: int,
+) -> Observation:
+    reasons: list[str] = []
+    inputs = parse_messages(attributes.get(INPUT_MESSAGES), markers, reasons)
+    outputs = parse_messages(attributes.get(OUTPUT_MESSAGES), markers, reasons)
+    inputs, system = split_system(inputs)
+    system = (
+        parse_system_instructions(attributes.get(SYSTEM_INSTRUCTIONS), markers, reasons) + system
+    )
+    finish_reasons = attributes.get("gen_ai.response.finish_reasons")
+    if isinstance(finish_reasons, list) and outputs and not outputs[0].finish_reason:
+        outputs[0].finish_reason = str(finish_reasons[0]) if finish_reasons else None
+    return Observation(
+        kind=ObservationKind.LLM_CALL,
+        dialect=dialect,
+        trace_id=trace_id,
+        span_id=span_id,
+        start_ns=start_ns,
+        end_ns=end_ns,
+        inputs=inputs,
+        outputs=outputs,
+        system_instructions=system,
+        provider=first_str(attributes, "gen_ai.provider.name", "gen_ai.system"),
+        model=first_str(attributes, "gen_ai.response.model", "gen_ai.request.model"),
+        input_tokens=first_int(
+            attributes, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"
+        ),
+        output_tokens=first_int(
+            attributes, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"
+        ),
+        incomplete_reasons=reasons,
+        size_bytes=messages_size(inputs) + messages_size(outputs) + sum(map(len, system)),
+    )
+
+
+def _error_text(span: SpanView) -> str | None:
+    if span.status_code != STATUS_ERROR and "error.type" not in span.attributes:
+        return None
+    return first_str(span.attributes, "error.type") or "error"
+
+
+class GenAISpanDecoder(SpanDecoder):
+    name = "genai"
+
+    def decode(self, span: SpanView) -> Observation | None:
+        attributes = span.attributes
+        operation = attributes.get("gen_ai.operation.name")
+        if operation == "execute_tool" or (operation is None and "gen_ai.tool.name" in attributes):
+            arguments = maybe_json(attributes.get("gen_ai.tool.call.arguments"))
+            result = maybe_json(attributes.get("gen_ai.tool.call.result"))
+            return Observation(
+                kind=ObservationKind.TOOL_EXECUTION,
+                dialect=self.name,
+                trace_id=span.trace_id,
+                span_id=span.span_id,
+                start_ns=span.start_ns,
+                end_ns=span.end_ns,
+                tool=ToolExecution(
+                    call_id=first_str(attributes, "gen_ai.tool.call.id"),
+                    name=first_str(attributes, "gen_ai.tool.name") or "unknown",
+                    arguments=arguments,
+                    result=result,
+                    error=_error_text(span),
+                ),
+                size_bytes=256 + (len(result) if isinstance(result, str) else 0),
+            )
+        has_content = INPUT_MESSAGES in attributes or OUTPUT_MESSAGES in attributes
+        if not has_content and operation not in INFERENCE_OPERATIONS:
+            return None
+        if not has_content and (
+            operation == "invoke_agent"
+            or any(event.name.startswith("gen_ai.") for event in span.events)
+        ):
+            return None
+        observation = llm_call(
+            attributes,
+            self.markers,
+            self.name,
+            span.trace_id,
+            span.span_id,
+            span.start_ns,
+            span.end_ns,
+        )
+        observation.agent_level = operation == "invoke_agent"
+        return observation
+
+
+class GenAIDetailsEventDecoder(LogDecoder):
+    """The v1.37+ `gen_ai.client.inference.operation.details` event, emitted as a log record."""
+
+    name = "genai"
+
+    def decode(self, record: LogView) -> Observation | None:
+        event_name = record.event_name or record.attributes.get("event.name")
+        if event_name != DETAILS_EVENT:
+            return None
+        return llm_call(
+            record.attributes,
+            self.markers,
+            self.name,
+            record.trace_id,
+            record.span_id,
+            record.time_ns,
+            record.time_ns,
+        )

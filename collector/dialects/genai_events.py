@@ -1,0 +1,156 @@
+"""OTel GenAI v1.28-v1.36: one event per message (`gen_ai.user.message`, `gen_ai.choice`, ...).
+
+They arrive as span events on the chat span, or as log records correlated to it by trace and span
+id, with the event name in `LogRecord.event_name` or (older Python SDKs) in the `event.name`
+attribute. Log records are decoded one at a time; the session assembler groups them by span id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from collector.dialects.base import (
+    LogDecoder,
+    SpanDecoder,
+    first_str,
+    messages_size,
+    text_or_marker,
+    tool_call_part,
+)
+from collector.dialects.genai import split_system
+from collector.records import LogView, Message, Observation, ObservationKind, SpanView
+
+EVENT_ROLES = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+CHOICE_EVENT = "gen_ai.choice"
+
+
+def _body(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, str):
+        try:
+            raw = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return {"content": raw}
+    return raw if isinstance(raw, dict) else {}
+
+
+def _tool_calls(raw: Any) -> list:
+    calls = []
+    for call in raw if isinstance(raw, list) else []:
+        if not isinstance(call, dict):
+            continue
+        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        calls.append(
+            tool_call_part(call.get("id"), function.get("name"), function.get("arguments"))
+        )
+    return calls
+
+
+def message_from_event(
+    event_name: str, body: dict[str, Any], markers: frozenset[str]
+) -> tuple[Message, bool] | None:
+    """Return (message, is_output) for a per-message event, or None for other events."""
+    if event_name == CHOICE_EVENT:
+        inner = body.get("message") if isinstance(body.get("message"), dict) else {}
+        text, redacted = text_or_marker(inner.get("content"), markers)
+        finish = body.get("finish_reason")
+        return (
+            Message(
+                role="assistant",
+                text=text,
+                redacted=redacted,
+                tool_calls=_tool_calls(inner.get("tool_calls")),
+                finish_reason=finish if isinstance(finish, str) else None,
+            ),
+            True,
+        )
+    role = EVENT_ROLES.get(event_name)
+    if role is None:
+        return None
+    text, redacted = text_or_marker(body.get("content"), markers)
+    if role == "tool":
+        call_id = body.get("id")
+        return (
+            Message(
+                role="tool",
+                tool_call_id=str(call_id) if call_id not in (None, "") else None,
+                tool_response=text,
+                redacted=redacted,
+            ),
+            False,
+        )
+    return (
+        Message(
+            role=role, text=text, redacted=redacted, tool_calls=_tool_calls(body.get("tool_calls"))
+        ),
+        False,
+    )
+
+
+class GenAISpanEventDecoder(SpanDecoder):
+    name = "genai_events"
+
+    def decode(self, span: SpanView) -> Observation | None:
+        inputs: list[Message] = []
+        outputs: list[Message] = []
+        for event in span.events:
+            body = event.attributes
+            if "body" in body:
+                body = _body(body["body"])
+            decoded = message_from_event(event.name, body, self.markers)
+            if decoded is None:
+                continue
+            message, is_output = decoded
+            (outputs if is_output else inputs).append(message)
+        if not inputs and not outputs:
+            return None
+        inputs, system = split_system(inputs)
+        attributes = span.attributes
+        return Observation(
+            kind=ObservationKind.LLM_CALL,
+            dialect=self.name,
+            trace_id=span.trace_id,
+            span_id=span.span_id,
+            start_ns=span.start_ns,
+            end_ns=span.end_ns,
+            inputs=inputs,
+            outputs=outputs,
+            system_instructions=system,
+            provider=first_str(attributes, "gen_ai.provider.name", "gen_ai.system"),
+            model=first_str(attributes, "gen_ai.response.model", "gen_ai.request.model"),
+            size_bytes=messages_size(inputs) + messages_size(outputs),
+        )
+
+
+class GenAIMessageEventLogDecoder(LogDecoder):
+    name = "genai_events"
+
+    def decode(self, record: LogView) -> Observation | None:
+        event_name = record.event_name or record.attributes.get("event.name")
+        if not isinstance(event_name, str):
+            return None
+        decoded = message_from_event(event_name, _body(record.body), self.markers)
+        if decoded is None:
+            return None
+        message, is_output = decoded
+        system = [message.text] if message.role == "system" and message.text else []
+        inputs = [] if is_output or system else [message]
+        return Observation(
+            kind=ObservationKind.MESSAGE_EVENT,
+            dialect=self.name,
+            trace_id=record.trace_id,
+            span_id=record.span_id,
+            start_ns=record.time_ns,
+            end_ns=record.time_ns,
+            inputs=inputs,
+            outputs=[message] if is_output else [],
+            system_instructions=system,
+            provider=first_str(record.attributes, "gen_ai.provider.name", "gen_ai.system"),
+            size_bytes=messages_size([message]),
+        )

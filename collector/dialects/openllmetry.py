@@ -1,0 +1,140 @@
+"""OpenLLMetry / Traceloop before v0.55: `gen_ai.prompt.{i}.*` and `gen_ai.completion.{i}.*`.
+
+Newer OpenLLMetry releases emit `gen_ai.input.messages` and are decoded by the GenAI decoder.
+Tool spans of the Traceloop SDK carry `traceloop.span.kind=tool` with the decorated function's
+input and output as JSON in `traceloop.entity.input` / `traceloop.entity.output`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from collector.dialects.base import (
+    SpanDecoder,
+    first_int,
+    first_str,
+    maybe_json,
+    messages_size,
+    normalise_role,
+    text_or_marker,
+    tool_call_part,
+)
+from collector.dialects.flattened import has_prefix, indexed
+from collector.dialects.genai import split_system
+from collector.records import (
+    STATUS_ERROR,
+    Message,
+    Observation,
+    ObservationKind,
+    SpanView,
+    ToolExecution,
+)
+
+
+def _content(raw: Any) -> Any:
+    """Multimodal content is a JSON-encoded list of parts; keep its text parts."""
+    if isinstance(raw, str) and raw.startswith("[{"):
+        try:
+            parts = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return raw
+        texts = [
+            p.get("text") for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)
+        ]
+        return "\n".join(texts) if texts else None
+    return raw
+
+
+def _messages(
+    group: list[dict[str, Any]], markers: frozenset[str], reasons: list[str]
+) -> list[Message]:
+    messages = []
+    for fields in group:
+        role = normalise_role(fields.get("role"))
+        if role is None:
+            reasons.append("unknown_role")
+            continue
+        text, redacted = text_or_marker(_content(fields.get("content")), markers)
+        calls = [
+            tool_call_part(call.get("id"), call.get("name"), call.get("arguments"))
+            for call in indexed(fields, "tool_calls")
+        ]
+        finish = fields.get("finish_reason")
+        if role == "tool":
+            call_id = fields.get("tool_call_id")
+            messages.append(
+                Message(
+                    role="tool",
+                    tool_call_id=str(call_id) if call_id else None,
+                    tool_response=maybe_json(text),
+                    redacted=redacted,
+                )
+            )
+        else:
+            messages.append(
+                Message(
+                    role=role,
+                    text=text,
+                    tool_calls=calls,
+                    redacted=redacted,
+                    finish_reason=finish if isinstance(finish, str) else None,
+                )
+            )
+    return messages
+
+
+class OpenLLMetryDecoder(SpanDecoder):
+    name = "openllmetry"
+
+    def decode(self, span: SpanView) -> Observation | None:
+        attributes = span.attributes
+        if attributes.get("traceloop.span.kind") == "tool":
+            error = "error" if span.status_code == STATUS_ERROR else None
+            output = maybe_json(attributes.get("traceloop.entity.output"))
+            return Observation(
+                kind=ObservationKind.TOOL_EXECUTION,
+                dialect=self.name,
+                trace_id=span.trace_id,
+                span_id=span.span_id,
+                start_ns=span.start_ns,
+                end_ns=span.end_ns,
+                tool=ToolExecution(
+                    call_id=first_str(attributes, "gen_ai.tool.call.id"),
+                    name=first_str(attributes, "traceloop.entity.name") or span.name or "unknown",
+                    arguments=maybe_json(attributes.get("traceloop.entity.input")),
+                    result=output,
+                    error=error,
+                ),
+                size_bytes=256 + (len(output) if isinstance(output, str) else 0),
+            )
+        if not has_prefix(attributes, "gen_ai.prompt.", "gen_ai.completion."):
+            return None
+        reasons: list[str] = []
+        inputs = _messages(indexed(attributes, "gen_ai.prompt"), self.markers, reasons)
+        outputs = _messages(indexed(attributes, "gen_ai.completion"), self.markers, reasons)
+        inputs, system = split_system(inputs)
+        if span.dropped_attributes:
+            reasons.append("dropped_attributes")
+        return Observation(
+            kind=ObservationKind.LLM_CALL,
+            dialect=self.name,
+            trace_id=span.trace_id,
+            span_id=span.span_id,
+            start_ns=span.start_ns,
+            end_ns=span.end_ns,
+            inputs=inputs,
+            outputs=outputs,
+            system_instructions=system,
+            provider=first_str(attributes, "gen_ai.system"),
+            model=first_str(attributes, "gen_ai.response.model", "gen_ai.request.model"),
+            input_tokens=first_int(
+                attributes, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"
+            ),
+            output_tokens=first_int(
+                attributes, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"
+            ),
+            incomplete_reasons=reasons,
+            size_bytes=messages_size(inputs) + messages_size(outputs),
+        )

@@ -1,0 +1,96 @@
+"""Who and which conversation a span or log record belongs to, whatever its dialect."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from collector.records import STATUS_ERROR, Context
+from turnwatch.config import ConversationKeyConfig, SamplingConfig, SessionConfig
+
+MAX_KEY_LENGTH = 256
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, str):
+        value = value.strip()
+        return value[:MAX_KEY_LENGTH] if value else None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+class ContextReader:
+    """Reads conversation key, user, errors and lifecycle markers from attributes."""
+
+    def __init__(
+        self,
+        keys: ConversationKeyConfig,
+        sessions: SessionConfig,
+        sampling: SamplingConfig,
+        service_fallback: str,
+    ) -> None:
+        self.key_attributes = [*keys.priority]
+        if keys.custom_attribute:
+            self.key_attributes.append(keys.custom_attribute)
+        self.user_attributes = keys.user_attributes
+        self.end_markers = sessions.end_marker_attributes
+        self.end_events = frozenset(sessions.end_marker_events)
+        self.force_attributes = {
+            key: frozenset(values) for key, values in sampling.force_attributes.items()
+        }
+        self.service_fallback = service_fallback
+
+    def read(
+        self,
+        attributes: dict[str, Any],
+        resource: dict[str, Any],
+        scope_name: str,
+        *,
+        status_code: int = 0,
+        event_names: tuple[str, ...] = (),
+        dropped_attributes: int = 0,
+    ) -> Context:
+        key = source = None
+        for attribute in self.key_attributes:
+            key = _text(attributes.get(attribute)) or _text(resource.get(attribute))
+            if key:
+                source = attribute
+                break
+        user = None
+        for attribute in self.user_attributes:
+            user = _text(attributes.get(attribute)) or _text(resource.get(attribute))
+            if user:
+                break
+        is_end = any(
+            str(attributes.get(attribute, "")).lower() == value.lower()
+            for attribute, value in self.end_markers.items()
+        ) or any(name in self.end_events for name in event_names)
+        forced = None
+        for attribute, values in self.force_attributes.items():
+            value = attributes.get(attribute)
+            if isinstance(value, str) and value in values:
+                forced = attribute
+                break
+        return Context(
+            service=_text(resource.get("service.name")) or self.service_fallback,
+            conversation_key=key,
+            key_source=source,
+            user_id=user,
+            is_error=status_code == STATUS_ERROR or "error.type" in attributes,
+            is_end_marker=is_end,
+            force_attribute=forced,
+            service_version=_text(resource.get("service.version")),
+            agent_name=_text(attributes.get("gen_ai.agent.name")),
+            agent_version=_text(attributes.get("gen_ai.agent.version")),
+            scope_name=scope_name,
+            dropped_attributes=dropped_attributes,
+        )
+
+    def has_identity(self, context: Context) -> bool:
+        """A span worth remembering even without content: it names, ends or flags a session."""
+        return bool(
+            context.conversation_key
+            or context.user_id
+            or context.is_end_marker
+            or context.force_attribute
+        )

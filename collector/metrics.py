@@ -1,0 +1,89 @@
+"""The collector's Prometheus metrics. Label values come from fixed sets only."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+REQUEST_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+
+class CollectorMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.requests = Counter(
+            "turnwatch_otlp_requests_total",
+            "OTLP export requests answered, by transport, signal and outcome.",
+            ["transport", "signal", "outcome"],
+            registry=registry,
+        )
+        self.request_rejections = Counter(
+            "turnwatch_otlp_requests_rejected_total",
+            "OTLP export requests refused as a whole, by reason.",
+            ["transport", "reason"],
+            registry=registry,
+        )
+        self.request_duration = Histogram(
+            "turnwatch_otlp_request_duration_seconds",
+            "Time to decode and buffer one OTLP export request.",
+            ["transport"],
+            buckets=REQUEST_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.items_received = Counter(
+            "turnwatch_spans_received_total",
+            "Spans and log records decoded from accepted requests, by signal.",
+            ["signal"],
+            registry=registry,
+        )
+        self.items_rejected = Counter(
+            "turnwatch_spans_rejected_total",
+            "Spans and log records rejected (partial_success), by signal and reason.",
+            ["signal", "reason"],
+            registry=registry,
+        )
+        self.sessions_opened = Counter(
+            "turnwatch_sessions_opened_total",
+            "Conversation sessions opened (including re-opened revisions).",
+            registry=registry,
+        )
+        self.sessions_closed = Counter(
+            "turnwatch_sessions_closed_total",
+            "Sessions closed, by reason (idle, end_marker, turn_cap, byte_cap, evicted, shutdown).",
+            ["reason"],
+            registry=registry,
+        )
+        self.sessions_sampled = Counter(
+            "turnwatch_sessions_sampled_total",
+            "Sampling decisions on closed sessions, by decision reason.",
+            ["reason"],
+            registry=registry,
+        )
+        self.sessions_incomplete = Counter(
+            "turnwatch_sessions_incomplete_total",
+            "Sampled sessions flagged incomplete, by reason.",
+            ["reason"],
+            registry=registry,
+        )
+        self.sessions_open = Gauge(
+            "turnwatch_sessions_open", "Sessions currently buffered.", registry=registry
+        )
+        self.buffered_bytes = Gauge(
+            "turnwatch_session_buffer_bytes",
+            "Approximate bytes of content buffered in open sessions.",
+            registry=registry,
+        )
+        self.handoff_depth = Gauge(
+            "turnwatch_handoff_queue_depth",
+            "Closed, sampled sessions waiting for the next stage.",
+            registry=registry,
+        )
+        self.handoff_dropped = Counter(
+            "turnwatch_handoff_dropped_total",
+            "Sampled sessions dropped before the next stage, by reason.",
+            ["reason"],
+            registry=registry,
+        )
+        self.handoff_delivered = Counter(
+            "turnwatch_handoff_delivered_total",
+            "Sampled sessions handed to the next stage.",
+            registry=registry,
+        )

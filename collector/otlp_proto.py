@@ -1,0 +1,145 @@
+"""OTLP protobuf requests (HTTP `application/x-protobuf` and gRPC) into span and log views."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+from collector.otlp_common import (
+    MAX_VALUE_DEPTH,
+    DecodeLimits,
+    DecodeResult,
+    ItemRejected,
+    Undecodable,
+    check_id,
+)
+from collector.records import LogView, SpanEvent, SpanView
+
+
+def _any_value(value: AnyValue, limits: DecodeLimits, depth: int) -> Any:
+    kind = value.WhichOneof("value")
+    if kind == "string_value":
+        text = value.string_value
+        if len(text) > limits.max_attribute_bytes:
+            raise ItemRejected("attribute_too_large")
+        return text
+    if kind == "int_value":
+        return value.int_value
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "double_value":
+        return value.double_value
+    if depth >= MAX_VALUE_DEPTH and kind in ("array_value", "kvlist_value"):
+        raise ItemRejected("attribute_too_deep")
+    if kind == "array_value":
+        return [_any_value(item, limits, depth + 1) for item in value.array_value.values]
+    if kind == "kvlist_value":
+        return {kv.key: _any_value(kv.value, limits, depth + 1) for kv in value.kvlist_value.values}
+    if kind == "bytes_value":
+        if len(value.bytes_value) > limits.max_attribute_bytes:
+            raise ItemRejected("attribute_too_large")
+        return base64.b64encode(value.bytes_value).decode("ascii")
+    return None
+
+
+def _attributes(pairs: Any, limits: DecodeLimits) -> dict[str, Any]:
+    return {kv.key: _any_value(kv.value, limits, 0) for kv in pairs}
+
+
+def _resource_attributes(pairs: list[KeyValue], limits: DecodeLimits) -> dict[str, Any]:
+    try:
+        return _attributes(pairs, limits)
+    except ItemRejected:
+        return {}
+
+
+def decode_traces(body: bytes, limits: DecodeLimits) -> DecodeResult[SpanView]:
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except (DecodeError, RecursionError, ValueError) as exc:
+        raise Undecodable("body is not an ExportTraceServiceRequest") from exc
+    return trace_request_to_views(request, limits)
+
+
+def trace_request_to_views(
+    request: ExportTraceServiceRequest, limits: DecodeLimits
+) -> DecodeResult[SpanView]:
+    result: DecodeResult[SpanView] = DecodeResult()
+    for resource_spans in request.resource_spans:
+        resource = _resource_attributes(resource_spans.resource.attributes, limits)
+        for scope_spans in resource_spans.scope_spans:
+            scope_name = scope_spans.scope.name
+            for span in scope_spans.spans:
+                try:
+                    result.items.append(
+                        SpanView(
+                            trace_id=check_id(span.trace_id.hex(), 32, required=True),
+                            span_id=check_id(span.span_id.hex(), 16, required=True),
+                            parent_span_id=check_id(span.parent_span_id.hex(), 16, required=False),
+                            name=span.name,
+                            kind=span.kind,
+                            start_ns=span.start_time_unix_nano,
+                            end_ns=span.end_time_unix_nano,
+                            attributes=_attributes(span.attributes, limits),
+                            events=[
+                                SpanEvent(
+                                    name=event.name,
+                                    time_ns=event.time_unix_nano,
+                                    attributes=_attributes(event.attributes, limits),
+                                )
+                                for event in span.events
+                            ],
+                            status_code=span.status.code,
+                            resource=resource,
+                            scope_name=scope_name,
+                            dropped_attributes=span.dropped_attributes_count,
+                        )
+                    )
+                except ItemRejected as rejection:
+                    result.reject(rejection.reason)
+    return result
+
+
+def decode_logs(body: bytes, limits: DecodeLimits) -> DecodeResult[LogView]:
+    request = ExportLogsServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except (DecodeError, RecursionError, ValueError) as exc:
+        raise Undecodable("body is not an ExportLogsServiceRequest") from exc
+    return logs_request_to_views(request, limits)
+
+
+def logs_request_to_views(
+    request: ExportLogsServiceRequest, limits: DecodeLimits
+) -> DecodeResult[LogView]:
+    result: DecodeResult[LogView] = DecodeResult()
+    for resource_logs in request.resource_logs:
+        resource = _resource_attributes(resource_logs.resource.attributes, limits)
+        for scope_logs in resource_logs.scope_logs:
+            scope_name = scope_logs.scope.name
+            for record in scope_logs.log_records:
+                try:
+                    result.items.append(
+                        LogView(
+                            time_ns=record.time_unix_nano or record.observed_time_unix_nano,
+                            trace_id=check_id(record.trace_id.hex(), 32, required=False),
+                            span_id=check_id(record.span_id.hex(), 16, required=False),
+                            event_name=record.event_name,
+                            body=_any_value(record.body, limits, 0)
+                            if record.HasField("body")
+                            else None,
+                            attributes=_attributes(record.attributes, limits),
+                            resource=resource,
+                            scope_name=scope_name,
+                            dropped_attributes=record.dropped_attributes_count,
+                        )
+                    )
+                except ItemRejected as rejection:
+                    result.reject(rejection.reason)
+    return result

@@ -1,0 +1,255 @@
+"""The collector pipeline: decoded spans and logs -> sessions -> sampling -> handoff.
+
+Stages run on the server's event loop, one request at a time, so they need no locks. Closed
+sessions are sampled before anything expensive happens (only sampled sessions are assembled and,
+later, de-identified), then queued for the next stage. The queue is bounded: above its high
+watermark the receivers answer 503 with Retry-After, and a session that finds it full is dropped
+and counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Protocol
+
+from collector.assembler import assemble, ns_to_datetime
+from collector.dialects import build_log_decoders, build_span_decoders
+from collector.identity import ContextReader
+from collector.metrics import CollectorMetrics
+from collector.records import Context, LogView, Observation, SpanView
+from collector.sampler import Sampler, SamplingSignals
+from collector.sessionizer import ClosedSession, Sessionizer
+from turnwatch.config import Settings
+from turnwatch.schema import CloseReason, Provenance, SamplingDecision, Session
+
+log = logging.getLogger("turnwatch.collector")
+
+CAPPED_REASONS = frozenset({CloseReason.TURN_CAP, CloseReason.BYTE_CAP, CloseReason.EVICTED})
+
+
+class SessionSink(Protocol):
+    """The next stage: receives closed, sampled sessions (de-identification plugs in here)."""
+
+    async def deliver(self, session: Session) -> None: ...
+
+
+class LoggingSink:
+    """Stand-in next stage for `turnwatch serve` until a bus is attached: logs counts only."""
+
+    def __init__(self) -> None:
+        self.delivered = 0
+
+    async def deliver(self, session: Session) -> None:
+        self.delivered += 1
+        log.info(
+            "session closed",
+            extra={
+                "session_id": session.session_id,
+                "revision": session.revision,
+                "service": session.service,
+                "turns": len(session.turns),
+                "close_reason": session.close_reason.value,
+                "sampling_reason": session.sampling.reason.value,
+                "incomplete": session.incomplete,
+            },
+        )
+
+
+class CollectorPipeline:
+    def __init__(self, settings: Settings, metrics: CollectorMetrics, sink: SessionSink) -> None:
+        self.settings = settings
+        self.metrics = metrics
+        self.sink = sink
+        markers = settings.decoders.redaction_markers
+        self.span_decoders = build_span_decoders(settings.decoders.dialects, markers)
+        self.log_decoders = build_log_decoders(settings.decoders.dialects, markers)
+        self.reader = ContextReader(
+            settings.conversation_key,
+            settings.sessions,
+            settings.sampling,
+            settings.service_fallback,
+        )
+        self.sessionizer = Sessionizer(settings.sessions)
+        self.sampler = Sampler(settings.sampling)
+        self.queue: asyncio.Queue[Session] = asyncio.Queue(maxsize=settings.handoff.queue_size)
+        self._watermark = int(settings.handoff.queue_size * settings.handoff.high_watermark)
+        self._event_sequence = 0
+
+    def overloaded(self) -> bool:
+        return self.queue.qsize() >= self._watermark
+
+    def accept_spans(self, spans: list[SpanView]) -> int:
+        """Buffer decoded spans; return how many a dialect decoder failed on (rejected)."""
+        failed = 0
+        for span in spans:
+            context = self.reader.read(
+                span.attributes,
+                span.resource,
+                span.scope_name,
+                status_code=span.status_code,
+                event_names=tuple(event.name for event in span.events),
+                dropped_attributes=span.dropped_attributes,
+            )
+            try:
+                observation = self._first_match(self.span_decoders, span)
+            except Exception as exc:
+                # A decoder bug on hostile content must cost one span, never the request.
+                failed += 1
+                log.warning("span decoder failed", extra={"error": type(exc).__name__})
+                continue
+            if observation is None and not (context.is_error or self.reader.has_identity(context)):
+                continue
+            self._add(span.trace_id, context, observation, span.start_ns)
+        self._update_gauges()
+        return failed
+
+    def accept_logs(self, records: list[LogView]) -> int:
+        """Buffer decoded log records; return how many a decoder failed on (rejected)."""
+        failed = 0
+        for record in records:
+            context = self.reader.read(
+                record.attributes,
+                record.resource,
+                record.scope_name,
+                dropped_attributes=record.dropped_attributes,
+            )
+            try:
+                observation = self._first_match(self.log_decoders, record)
+            except Exception as exc:
+                failed += 1
+                log.warning("log decoder failed", extra={"error": type(exc).__name__})
+                continue
+            if observation is None and not self.reader.has_identity(context):
+                continue
+            trace_id = record.trace_id or context.conversation_key
+            if not trace_id:
+                continue
+            if observation is not None:
+                self._event_sequence += 1
+                observation.event_sequence = self._event_sequence
+            self._add(trace_id, context, observation, record.time_ns)
+        self._update_gauges()
+        return failed
+
+    @staticmethod
+    def _first_match(decoders: list, item: SpanView | LogView) -> Observation | None:
+        for decoder in decoders:
+            observation = decoder.decode(item)
+            if observation is not None:
+                return observation
+        return None
+
+    def _add(
+        self, trace_id: str, context: Context, observation: Observation | None, time_ns: int
+    ) -> None:
+        opened_before = self.sessionizer.opened
+        closed = self.sessionizer.add(trace_id, context, observation, time_ns)
+        if self.sessionizer.opened != opened_before:
+            self.metrics.sessions_opened.inc()
+        for item in closed:
+            self._emit(item)
+
+    def sweep(self) -> None:
+        for item in self.sessionizer.sweep():
+            self._emit(item)
+        self._update_gauges()
+
+    def close_all(self) -> None:
+        for item in self.sessionizer.close_all():
+            self._emit(item)
+        self._update_gauges()
+
+    def _emit(self, closed: ClosedSession) -> None:
+        state = closed.state
+        self.metrics.sessions_closed.labels(closed.reason.value).inc()
+        decision = self.sampler.decide(
+            state.key,
+            SamplingSignals(
+                error_spans=state.error_spans,
+                tool_errors=state.tool_errors,
+                forced_attribute=state.forced_attribute,
+            ),
+        )
+        self.metrics.sessions_sampled.labels(decision.reason.value).inc()
+        if not decision.sampled:
+            return
+        session = self._build(closed, decision)
+        for reason in session.incomplete_reasons:
+            self.metrics.sessions_incomplete.labels(reason).inc()
+        try:
+            self.queue.put_nowait(session)
+        except asyncio.QueueFull:
+            self.metrics.handoff_dropped.labels("queue_full").inc()
+            log.warning("handoff queue full; session dropped", extra={"reason": "queue_full"})
+
+    def _build(self, closed: ClosedSession, decision: SamplingDecision) -> Session:
+        state = closed.state
+        transcript = assemble(state.observations)
+        reasons = list(transcript.incomplete_reasons)
+        if state.dropped_spans:
+            reasons.append("dropped_attributes")
+        if not transcript.turns:
+            reasons.append("no_turns")
+        started = ns_to_datetime(state.first_ns) or ns_to_datetime(1)
+        ended = ns_to_datetime(state.last_ns) or started
+        return Session(
+            session_id=state.session_id,
+            revision=state.revision,
+            conversation_key=state.key,
+            key_source=state.key_source,
+            service=state.service or self.settings.service_fallback,
+            user_id=state.user_id,
+            provenance=Provenance(
+                providers=transcript.providers,
+                models=transcript.models,
+                service_version=state.service_version,
+                agent_name=state.agent_name,
+                agent_version=state.agent_version,
+                dialects=transcript.dialects,
+                instrumentation_scopes=list(state.scopes)[:16],
+            ),
+            trace_ids=list(state.trace_ids),
+            started_at=started,
+            ended_at=max(ended, started),
+            system_instructions=transcript.system_instructions,
+            turns=transcript.turns,
+            close_reason=closed.reason,
+            incomplete=bool(reasons),
+            incomplete_reasons=list(dict.fromkeys(reasons)),
+            truncated=state.head_emitted or closed.reason in CAPPED_REASONS,
+            dropped_spans=state.dropped_spans,
+            error_spans=state.error_spans,
+            sampling=decision,
+        )
+
+    def _update_gauges(self) -> None:
+        self.metrics.sessions_open.set(self.sessionizer.open_count)
+        self.metrics.buffered_bytes.set(self.sessionizer.buffered_bytes)
+        self.metrics.handoff_depth.set(self.queue.qsize())
+
+    async def run_sweeper(self) -> None:
+        interval = self.settings.sessions.sweep_interval_seconds
+        while True:
+            await asyncio.sleep(interval)
+            self.sweep()
+
+    async def run_handoff(self) -> None:
+        while True:
+            session = await self.queue.get()
+            try:
+                await self.sink.deliver(session)
+                self.metrics.handoff_delivered.inc()
+            except Exception:
+                self.metrics.handoff_dropped.labels("sink_error").inc()
+                log.exception("next stage failed; session dropped", extra={"reason": "sink_error"})
+            finally:
+                self.queue.task_done()
+                self.metrics.handoff_depth.set(self.queue.qsize())
+
+    async def drain(self) -> None:
+        """Close every open session and wait until the next stage has taken them all."""
+        self.close_all()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.queue.join()

@@ -1,0 +1,65 @@
+"""What the OTLP/HTTP and OTLP/gRPC receivers share: auth, overload and ingest accounting."""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+
+from collector.metrics import CollectorMetrics
+from collector.otlp_common import DecodeLimits, DecodeResult
+from collector.pipeline import CollectorPipeline
+from collector.records import LogView, SpanView
+from turnwatch.config import OtlpConfig
+
+
+@dataclass(slots=True)
+class IngestOutcome:
+    rejected: int
+    message: str
+
+
+class Receiver:
+    def __init__(
+        self, config: OtlpConfig, pipeline: CollectorPipeline, metrics: CollectorMetrics
+    ) -> None:
+        self.config = config
+        self.pipeline = pipeline
+        self.metrics = metrics
+        self.limits = DecodeLimits(max_attribute_bytes=config.max_attribute_bytes)
+        token = config.auth_token.get_secret_value() if config.auth_token else None
+        self._expected = f"Bearer {token}".encode() if token else None
+
+    def authorized(self, authorization: str | None) -> bool:
+        if self._expected is None:
+            return True
+        presented = (authorization or "").encode("utf-8", "replace")
+        return hmac.compare_digest(presented, self._expected)
+
+    def overloaded(self) -> bool:
+        return self.pipeline.overloaded()
+
+    def reject_request(self, transport: str, signal: str, reason: str) -> None:
+        self.metrics.request_rejections.labels(transport, reason).inc()
+        self.metrics.requests.labels(transport, signal, "rejected").inc()
+
+    def ingest_spans(self, transport: str, result: DecodeResult[SpanView]) -> IngestOutcome:
+        failed = self.pipeline.accept_spans(result.items)
+        for _ in range(failed):
+            result.reject("decoder_error")
+        return self._account(transport, "traces", len(result.items) - failed, result)
+
+    def ingest_logs(self, transport: str, result: DecodeResult[LogView]) -> IngestOutcome:
+        failed = self.pipeline.accept_logs(result.items)
+        for _ in range(failed):
+            result.reject("decoder_error")
+        return self._account(transport, "logs", len(result.items) - failed, result)
+
+    def _account(
+        self, transport: str, signal: str, accepted: int, result: DecodeResult
+    ) -> IngestOutcome:
+        self.metrics.items_received.labels(signal).inc(accepted)
+        for reason, count in result.rejection_reasons.items():
+            self.metrics.items_rejected.labels(signal, reason).inc(count)
+        outcome = "partial" if result.rejected else "accepted"
+        self.metrics.requests.labels(transport, signal, outcome).inc()
+        return IngestOutcome(rejected=result.rejected, message=result.error_message())

@@ -1,0 +1,5 @@
+import sys
+
+from turnwatch.cli import main
+
+sys.exit(main())

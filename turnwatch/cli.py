@@ -1,0 +1,99 @@
+"""The `turnwatch` command."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+from turnwatch import __version__
+from turnwatch.config import ConfigError, load_settings
+from turnwatch.logs import configure_logging
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="turnwatch", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"turnwatch {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run turnwatch (all roles in one process)")
+    serve.add_argument("--config", type=Path, help="YAML configuration file")
+    serve.add_argument(
+        "--role",
+        choices=["all", "collector", "scorer", "exporter"],
+        default="all",
+        help="run one role only (needs Kafka; not available yet)",
+    )
+    serve.add_argument("--otlp-port", type=int, help="OTLP/HTTP port (default 4318; 0 = any)")
+    serve.add_argument("--grpc-port", type=int, help="OTLP/gRPC port (default 4317; 0 = any)")
+    serve.add_argument("--ops-port", type=int, help="ops port (default 9464; 0 = any)")
+    serve.add_argument("--host", help="address the OTLP receivers bind to")
+    serve.add_argument(
+        "--session-idle-timeout", type=float, help="seconds of silence that close a session"
+    )
+    serve.add_argument("--sampling-rate", type=float, help="fraction of sessions sampled")
+    return parser
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, object]:
+    flags = {
+        "otlp.http_port": args.otlp_port,
+        "otlp.grpc_port": args.grpc_port,
+        "ops.port": args.ops_port,
+        "otlp.host": args.host,
+        "sessions.idle_timeout_seconds": args.session_idle_timeout,
+        "sampling.rate": args.sampling_rate,
+    }
+    return {key: value for key, value in flags.items() if value is not None}
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    try:
+        settings = load_settings(args.config, _overrides(args))
+    except ConfigError as exc:
+        print(f"turnwatch: {exc}", file=sys.stderr)
+        return 2
+    if args.role != "all":
+        print(
+            f"turnwatch: --role {args.role} needs the Kafka bus, which this version does not "
+            "have yet; run `turnwatch serve` (all roles in one process)",
+            file=sys.stderr,
+        )
+        return 2
+    configure_logging(settings.log.level)
+    from turnwatch.serve import serve
+
+    def announce(service) -> None:
+        ports = service.ports
+        print(
+            f"turnwatch {__version__}: OTLP/HTTP {settings.otlp.host}:{ports.otlp_http}, "
+            f"OTLP/gRPC {settings.otlp.host}:{ports.otlp_grpc or 'off'}, "
+            f"ops http://{settings.ops.host}:{ports.ops}/metrics",
+            flush=True,
+        )
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        await serve(settings, stop, on_started=announce)
+
+    try:
+        asyncio.run(main())
+    except OSError as exc:
+        print(f"turnwatch: cannot start: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        return _run_serve(args)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""Wire records: what flows between turnwatch's stages and over the bus.
+
+A `Session` is one conversation (or one revision of it) rebuilt from OTel spans and log records.
+Every record carries `schema_version`; a consumer rejects versions it does not know instead of
+guessing. Text fields hold raw content only inside the collector process: the de-identification
+stage replaces them before a session is handed to anything that leaves the process.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+JsonValue = Any
+"""A JSON-compatible value (str, int, float, bool, None, list, dict) as decoded from OTLP."""
+
+
+class WireModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class Role(StrEnum):
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class TokenUsage(WireModel):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+class ToolCall(WireModel):
+    """One tool invocation requested by the assistant, joined with its execution and result."""
+
+    id: str | None = None
+    name: str
+    arguments: JsonValue = None
+    result: JsonValue = None
+    error: str | None = None
+    started_at: datetime | None = None
+    duration_ms: float | None = None
+
+
+class Turn(WireModel):
+    index: int
+    role: Role
+    text: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = Field(
+        default=None, description="For a tool turn whose result matched no tool call: the call id."
+    )
+    name: str | None = None
+    started_at: datetime | None = None
+    latency_ms: float | None = Field(default=None, description="Model call duration (assistant).")
+    usage: TokenUsage | None = None
+    model: str | None = None
+    finish_reason: str | None = None
+    redacted: bool = Field(
+        default=False, description="The instrumentation redacted or filtered this turn's content."
+    )
+    truncated: bool = Field(default=False, description="Content was cut off by the emitter.")
+    trace_id: str | None = None
+
+
+class CloseReason(StrEnum):
+    IDLE = "idle"
+    END_MARKER = "end_marker"
+    TURN_CAP = "turn_cap"
+    BYTE_CAP = "byte_cap"
+    EVICTED = "evicted"
+    SHUTDOWN = "shutdown"
+
+
+class SamplingReason(StrEnum):
+    RATE = "rate"
+    NOT_SELECTED = "not_selected"
+    FORCED_ERROR = "forced_error"
+    FORCED_TOOL_ERROR = "forced_tool_error"
+    FORCED_ATTRIBUTE = "forced_attribute"
+
+
+class SamplingDecision(WireModel):
+    sampled: bool
+    reason: SamplingReason
+    rate: float = Field(ge=0.0, le=1.0)
+    hash_fraction: float = Field(
+        ge=0.0, lt=1.0, description="Consistent hash of the conversation key mapped to [0, 1)."
+    )
+
+
+class Provenance(WireModel):
+    providers: list[str] = Field(default_factory=list)
+    models: list[str] = Field(default_factory=list)
+    service_version: str | None = None
+    agent_name: str | None = None
+    agent_version: str | None = None
+    dialects: list[str] = Field(default_factory=list, description="Decoders that produced turns.")
+    instrumentation_scopes: list[str] = Field(default_factory=list)
+
+
+class Session(WireModel):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    session_id: str = Field(description="Stable id derived from service and conversation key.")
+    revision: int = Field(ge=1, description="Increments each time the conversation is re-emitted.")
+    conversation_key: str
+    key_source: str = Field(description="Attribute the key came from, or 'trace_id'.")
+    service: str
+    user_id: str | None = Field(
+        default=None, description="End-user id; a keyed pseudonym once de-identified."
+    )
+    deidentified: bool = False
+    provenance: Provenance = Field(default_factory=Provenance)
+    trace_ids: list[str] = Field(default_factory=list)
+    started_at: datetime
+    ended_at: datetime
+    system_instructions: list[str] = Field(default_factory=list)
+    turns: list[Turn] = Field(default_factory=list)
+    close_reason: CloseReason
+    incomplete: bool = False
+    incomplete_reasons: list[str] = Field(default_factory=list)
+    truncated: bool = Field(
+        default=False,
+        description="Caps cut this session, or an earlier revision already emitted its head.",
+    )
+    dropped_spans: int = 0
+    error_spans: int = 0
+    sampling: SamplingDecision
