@@ -141,11 +141,12 @@ class Sessionizer:
         if context.conversation_key:
             key = context.conversation_key
             mapped = self._trace_keys.get(trace_id)
+            source = context.key_source or "attribute"
             if mapped != key:
                 self._remember_trace(trace_id, key)
                 if mapped == trace_id:
-                    self._merge_trace_session(trace_id, key)
-            return key, context.key_source or "attribute"
+                    self._merge_trace_session(trace_id, key, source)
+            return key, source
         mapped = self._trace_keys.get(trace_id)
         if mapped is not None:
             self._trace_keys.move_to_end(trace_id)
@@ -163,20 +164,19 @@ class Sessionizer:
         while len(self._trace_keys) > limit:
             self._trace_keys.popitem(last=False)
 
-    def _merge_trace_session(self, trace_id: str, key: str) -> None:
+    def _merge_trace_session(self, trace_id: str, key: str, source: str) -> None:
         pending = self._open.pop(trace_id, None)
         if pending is None:
             return
         self.buffered_bytes -= pending.size
         target = self._open.get(key)
         if target is None:
-            pending.key, pending.key_source = key, "merged"
-            pending.revision = self._next_revision(key)
-            self._open[key] = pending
-            self.buffered_bytes += pending.size
-            return
-        for observation in pending.observations:
-            target.observations.append(observation)
+            # Reopen through the remembered state, so a conversation that already closed gets
+            # its next revision with the earlier content (or flagged truncated), not revision 1.
+            target = self._reopen(key, source, self.clock())
+            target.opened_at = min(target.opened_at, pending.opened_at)
+            self._open[key] = target
+        target.observations.extend(pending.observations)
         target.trace_ids.update(pending.trace_ids)
         target.scopes.update(pending.scopes)
         target.size += pending.size
@@ -186,14 +186,19 @@ class Sessionizer:
         target.error_spans += pending.error_spans
         target.tool_errors += pending.tool_errors
         target.dropped_spans += pending.dropped_spans
+        if target.service is None or (
+            pending.service_from_model_call and not target.service_from_model_call
+        ):
+            target.service = pending.service
+            target.service_from_model_call = pending.service_from_model_call
         target.user_id = target.user_id or pending.user_id
+        target.service_version = target.service_version or pending.service_version
+        target.agent_name = target.agent_name or pending.agent_name
+        target.agent_version = target.agent_version or pending.agent_version
         target.forced_attribute = target.forced_attribute or pending.forced_attribute
+        target.head_emitted = target.head_emitted or pending.head_emitted
         target.first_ns = min(filter(None, (target.first_ns, pending.first_ns)), default=0)
         target.last_ns = max(target.last_ns, pending.last_ns)
-
-    def _next_revision(self, key: str) -> int:
-        remembered = self._recent.get(key)
-        return remembered.revision + 1 if remembered else 1
 
     def _reopen(self, key: str, source: str, now: float) -> OpenSession:
         remembered = self._recent.pop(key, None)

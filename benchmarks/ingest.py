@@ -1,0 +1,237 @@
+"""Ingest benchmark: OTLP/HTTP protobuf requests of 512 chat spans into closed sessions.
+
+Starts `turnwatch serve` as a subprocess, pre-serialises requests (512 GenAI chat spans each,
+about 1 KB of message text per span, conversations of 8 model calls whose last span carries the
+end marker so sessions close at once), and posts them over loopback from this separate process.
+
+Prints, for a saturating closed-loop run and for a paced run at half that throughput: spans/s
+(wall clock), spans per server CPU-second (the per-core figure), p50/p99 response time, and the
+server's peak RSS; plus the baseline measured in the same run: bare protobuf parsing of the same
+requests in this process (the floor any OTLP receiver pays).
+
+    python benchmarks/ingest.py [--requests 120] [--clients 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+SPANS_PER_REQUEST = 512
+CALLS_PER_CONVERSATION = 8
+WORDS = "order refund shipping address parcel invoice account billing delivery tracking".split()
+
+
+def _kv(key: str, value: str | int) -> KeyValue:
+    if isinstance(value, int):
+        return KeyValue(key=key, value=AnyValue(int_value=value))
+    return KeyValue(key=key, value=AnyValue(string_value=value))
+
+
+def _text(rng: random.Random, length: int) -> str:
+    words: list[str] = []
+    while sum(len(w) + 1 for w in words) < length:
+        words.append(rng.choice(WORDS))
+    return " ".join(words)
+
+
+def build_requests(count: int, seed: int = 7) -> list[bytes]:
+    rng = random.Random(seed)
+    bodies = []
+    conversation = 0
+    call = 0
+    for _ in range(count):
+        request = ExportTraceServiceRequest()
+        resource_spans = request.resource_spans.add()
+        resource_spans.resource.attributes.append(_kv("service.name", "bench-bot"))
+        scope = resource_spans.scope_spans.add()
+        scope.scope.name = "bench"
+        for _ in range(SPANS_PER_REQUEST):
+            inputs = json.dumps([{"role": "user", "parts": [{"type": "text", "content": _text(rng, 500)}]}])
+            outputs = json.dumps(
+                [{"role": "assistant", "parts": [{"type": "text", "content": _text(rng, 500)}],
+                  "finish_reason": "stop"}]
+            )
+            start = time.time_ns()
+            attributes = [
+                _kv("gen_ai.operation.name", "chat"),
+                _kv("gen_ai.provider.name", "openai"),
+                _kv("gen_ai.request.model", "gpt-4o-mini"),
+                _kv("gen_ai.conversation.id", f"bench-{conversation}"),
+                _kv("gen_ai.input.messages", inputs),
+                _kv("gen_ai.output.messages", outputs),
+                _kv("gen_ai.usage.input_tokens", 130),
+                _kv("gen_ai.usage.output_tokens", 120),
+            ]
+            call += 1
+            if call == CALLS_PER_CONVERSATION:
+                attributes.append(_kv("turnwatch.session.end", "true"))
+                call = 0
+                conversation += 1
+            scope.spans.append(
+                Span(
+                    trace_id=rng.randbytes(16),
+                    span_id=rng.randbytes(8),
+                    name="chat gpt-4o-mini",
+                    kind=Span.SPAN_KIND_CLIENT,
+                    start_time_unix_nano=start,
+                    end_time_unix_nano=start + 900_000_000,
+                    attributes=attributes,
+                )
+            )
+        bodies.append(request.SerializeToString())
+    return bodies
+
+
+class Server:
+    def __init__(self) -> None:
+        env = {**os.environ, "TURNWATCH_LOG__LEVEL": "WARNING"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "turnwatch", "serve", "--otlp-port", "0", "--grpc-port", "0",
+             "--ops-port", "0", "--session-idle-timeout", "30"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+        )
+        line = self.process.stdout.readline()
+        ports = re.findall(r":(\d+)", line)
+        if len(ports) < 3:
+            raise RuntimeError(f"turnwatch did not start: {line!r}")
+        self.http_port, self.ops_port = int(ports[0]), int(ports[-1])
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def peak_rss_mib(self) -> float:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def metric(self, name: str, label: str = "") -> float:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{self.ops_port}/metrics").read().decode()
+        total = 0.0
+        for line in text.splitlines():
+            if line.startswith(name) and label in line and not line.startswith("#"):
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(30)
+
+
+def post_all(port: int, bodies: list[bytes], clients: int, interval: float | None) -> list[float]:
+    """Post every body; return response times. `interval` paces sends (open loop) if set."""
+    latencies: list[float] = []
+    lock = threading.Lock()
+    next_index = [0]
+    started = time.perf_counter()
+
+    def worker() -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        while True:
+            with lock:
+                index = next_index[0]
+                next_index[0] += 1
+            if index >= len(bodies):
+                break
+            if interval is not None:
+                delay = started + index * interval - time.perf_counter()
+                if delay > 0:
+                    time.sleep(delay)
+            sent = time.perf_counter()
+            connection.request("POST", "/v1/traces", bodies[index],
+                               {"Content-Type": "application/x-protobuf"})
+            response = connection.getresponse()
+            response.read()
+            if response.status != 200:
+                raise RuntimeError(f"HTTP {response.status}")
+            with lock:
+                latencies.append(time.perf_counter() - sent)
+        connection.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return latencies
+
+
+def run(server: Server, bodies: list[bytes], clients: int, interval: float | None) -> dict:
+    closed_before = server.metric("turnwatch_sessions_closed_total")
+    expected = len(bodies) * SPANS_PER_REQUEST // CALLS_PER_CONVERSATION
+    cpu_before = server.cpu_seconds()
+    started = time.perf_counter()
+    latencies = post_all(server.http_port, bodies, clients, interval)
+    while server.metric("turnwatch_sessions_closed_total") - closed_before < expected:
+        time.sleep(0.02)
+    elapsed = time.perf_counter() - started
+    cpu = server.cpu_seconds() - cpu_before
+    spans = len(bodies) * SPANS_PER_REQUEST
+    latencies.sort()
+    return {
+        "spans_per_s": spans / elapsed,
+        "spans_per_cpu_s": spans / cpu if cpu else float("nan"),
+        "p50_ms": 1000 * statistics.median(latencies),
+        "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+        "sessions": expected,
+    }
+
+
+def baseline_parse(bodies: list[bytes]) -> float:
+    started = time.process_time()
+    for body in bodies:
+        ExportTraceServiceRequest().ParseFromString(body)
+    return len(bodies) * SPANS_PER_REQUEST / (time.process_time() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=120)
+    parser.add_argument("--clients", type=int, default=4)
+    args = parser.parse_args()
+
+    warmup = build_requests(8, seed=1)
+    bodies = build_requests(args.requests, seed=2)
+    paced_bodies = build_requests(args.requests // 2, seed=3)
+    size_kib = statistics.mean(len(b) for b in bodies) / 1024
+    server = Server()
+    try:
+        run(server, warmup, args.clients, None)
+        saturated = run(server, bodies, args.clients, None)
+        half_rate_interval = SPANS_PER_REQUEST / (saturated["spans_per_s"] / 2)
+        paced = run(server, paced_bodies, args.clients, half_rate_interval)
+        rss = server.peak_rss_mib()
+    finally:
+        server.stop()
+    parse_rate = baseline_parse(bodies)
+
+    print(f"ingest: {args.requests} requests x {SPANS_PER_REQUEST} spans, {size_kib:.0f} KiB each, "
+          f"{args.clients} client threads, {os.cpu_count()} cores")
+    print(f"{'run':<22}{'spans/s':>10}{'spans/CPU-s':>13}{'p50 ms':>9}{'p99 ms':>9}{'sessions':>10}")
+    for name, row in (("saturated", saturated), ("half load (paced)", paced)):
+        print(f"{name:<22}{row['spans_per_s']:>10.0f}{row['spans_per_cpu_s']:>13.0f}"
+              f"{row['p50_ms']:>9.1f}{row['p99_ms']:>9.1f}{row['sessions']:>10}")
+    print(f"{'baseline: protobuf parse only':<35}{parse_rate:>10.0f} spans/CPU-s "
+          f"(turnwatch = {saturated['spans_per_cpu_s'] / parse_rate:.2f}x of it)")
+    print(f"server peak RSS: {rss:.0f} MiB; goal: >= 20000 spans/CPU-s, p99 < 50 ms at half load")
+
+
+if __name__ == "__main__":
+    main()

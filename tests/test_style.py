@@ -1,0 +1,25 @@
+"""The code base stays formatted and lint-clean (ruff, configured in pyproject.toml)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _ruff(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ruff", *args], cwd=ROOT, capture_output=True, text=True
+    )
+
+
+def test_ruff_lint_is_clean():
+    result = _ruff("check", ".")
+    assert result.returncode == 0, result.stdout
+
+
+def test_ruff_format_is_applied():
+    result = _ruff("format", "--check", ".")
+    assert result.returncode == 0, result.stdout
