@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+from collections.abc import Callable
 from typing import Protocol
 
 from collector.assembler import assemble, ns_to_datetime
@@ -58,7 +60,13 @@ class LoggingSink:
 
 
 class CollectorPipeline:
-    def __init__(self, settings: Settings, metrics: CollectorMetrics, sink: SessionSink) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        metrics: CollectorMetrics,
+        sink: SessionSink,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.settings = settings
         self.metrics = metrics
         self.sink = sink
@@ -71,7 +79,7 @@ class CollectorPipeline:
             settings.sampling,
             settings.service_fallback,
         )
-        self.sessionizer = Sessionizer(settings.sessions)
+        self.sessionizer = Sessionizer(settings.sessions, clock)
         self.sampler = Sampler(settings.sampling)
         self.queue: asyncio.Queue[Session] = asyncio.Queue(maxsize=settings.handoff.queue_size)
         self._watermark = int(settings.handoff.queue_size * settings.handoff.high_watermark)

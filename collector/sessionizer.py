@@ -100,7 +100,7 @@ class Sessionizer:
     ) -> list[ClosedSession]:
         """Buffer one span's or log record's facts; return sessions this closed."""
         closed: list[ClosedSession] = []
-        key, source = self._resolve_key(trace_id, context, closed)
+        key, source = self._resolve_key(trace_id, context)
         now = self.clock()
         session = self._open.get(key)
         if session is None:
@@ -135,9 +135,7 @@ class Sessionizer:
     def close_all(self) -> list[ClosedSession]:
         return [self._close(key, CloseReason.SHUTDOWN) for key in list(self._open)]
 
-    def _resolve_key(
-        self, trace_id: str, context: Context, closed: list[ClosedSession]
-    ) -> tuple[str, str]:
+    def _resolve_key(self, trace_id: str, context: Context) -> tuple[str, str]:
         if context.conversation_key:
             key = context.conversation_key
             mapped = self._trace_keys.get(trace_id)

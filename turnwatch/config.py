@@ -13,7 +13,12 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
 
 MiB = 1024 * 1024
 
@@ -167,10 +172,10 @@ class Settings(BaseSettings):
         return (env_settings, init_settings)
 
 
-def _format_validation_error(error: ValidationError, origin: str) -> str:
+def _format_validation_error(error: ValidationError, origin: str, prefix: str = "") -> str:
     lines = [f"invalid configuration ({origin}):"]
     for item in error.errors():
-        field = ".".join(str(part) for part in item["loc"]) or "<root>"
+        field = prefix + ".".join(str(part) for part in item["loc"]) or "<root>"
         lines.append(f"  {field}: {item['msg']}")
     return "\n".join(lines)
 
@@ -178,7 +183,10 @@ def _format_validation_error(error: ValidationError, origin: str) -> str:
 def load_settings(
     config_path: Path | None = None, overrides: dict[str, Any] | None = None
 ) -> Settings:
-    """Build settings from a YAML file, the environment and CLI overrides; raise ConfigError."""
+    """Build settings from a YAML file, the environment and CLI overrides; raise ConfigError.
+
+    `overrides` maps `section.field` (e.g. `otlp.http_port`) to a value and beats everything else.
+    """
     data: dict[str, Any] = {}
     origin = "environment"
     if config_path is not None:
@@ -187,24 +195,45 @@ def load_settings(
             loaded = yaml.safe_load(config_path.read_text(encoding="utf-8"))
         except OSError as exc:
             raise ConfigError(f"cannot read config file {config_path}: {exc.strerror}") from exc
+        except UnicodeDecodeError as exc:
+            # A binary or mis-encoded file must stop start-up with a message, not a traceback.
+            raise ConfigError(
+                f"config file {config_path} is not UTF-8 text (byte {exc.start})"
+            ) from exc
         except yaml.YAMLError as exc:
             raise ConfigError(f"config file {config_path} is not valid YAML: {exc}") from exc
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):
             raise ConfigError(f"config file {config_path} must hold a mapping at the top level")
+        # YAML allows keys such as `1:` or `true:`; they cannot be keyword arguments below.
+        for key in loaded:
+            if not isinstance(key, str):
+                raise ConfigError(f"config file {config_path}: {key!r}: not a field name")
         data = loaded
     try:
         settings = Settings(**data)
-        if overrides:
-            merged = settings.model_dump()
-            for dotted, value in overrides.items():
-                target = merged
-                *parents, leaf = dotted.split(".")
-                for part in parents:
-                    target = target[part]
-                target[leaf] = value
-            settings = Settings.model_validate(merged)
     except ValidationError as exc:
         raise ConfigError(_format_validation_error(exc, origin)) from exc
-    return settings
+    except SettingsError as exc:
+        # e.g. TURNWATCH_SESSIONS='{bad json': pydantic-settings names the field in its message.
+        raise ConfigError(f"invalid configuration ({origin}): {exc}") from exc
+    if not overrides:
+        return settings
+    # Overrides are validated per section: validating a whole Settings again would re-read the
+    # environment on top of them, and flags must beat environment variables.
+    by_section: dict[str, dict[str, Any]] = {}
+    for dotted, value in overrides.items():
+        section, _, name = dotted.partition(".")
+        by_section.setdefault(section, {})[name] = value
+    updates: dict[str, Section] = {}
+    for section, values in by_section.items():
+        current = getattr(settings, section, None)
+        if not isinstance(current, Section):
+            raise ConfigError(f"invalid configuration (command line): {section}: not a section")
+        try:
+            updates[section] = type(current).model_validate({**current.model_dump(), **values})
+        except ValidationError as exc:
+            message = _format_validation_error(exc, "command line", prefix=f"{section}.")
+            raise ConfigError(message) from exc
+    return settings.model_copy(update=updates)

@@ -107,7 +107,7 @@ class Provenance(WireModel):
 
 class Session(WireModel):
     schema_version: Literal[1] = SCHEMA_VERSION
-    session_id: str = Field(description="Stable id derived from service and conversation key.")
+    session_id: str = Field(description="Stable id derived from the conversation key.")
     revision: int = Field(ge=1, description="Increments each time the conversation is re-emitted.")
     conversation_key: str
     key_source: str = Field(description="Attribute the key came from, or 'trace_id'.")
