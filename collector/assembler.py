@@ -47,8 +47,14 @@ class _Placed:
 
 
 def _merge_same_span(calls: list[Observation]) -> list[Observation]:
-    """A span and its log events (details event, per-message events) describe one call."""
+    """A span and its log events (details event, per-message events) describe one call.
+
+    Per-message events carry one message each and accumulate, also into a span that carried no
+    content itself (the usual legacy shape: a bare chat span plus one log record per message).
+    A span or details event carries the whole call, so its content replaces what events built.
+    """
     merged: dict[tuple[str, str], Observation] = {}
+    from_events: set[tuple[str, str]] = set()
     ordered: list[Observation] = []
     for call in calls:
         key = (call.trace_id, call.span_id)
@@ -56,26 +62,31 @@ def _merge_same_span(calls: list[Observation]) -> list[Observation]:
         if existing is None:
             merged[key] = call
             ordered.append(call)
+            if call.kind is ObservationKind.MESSAGE_EVENT:
+                from_events.add(key)
             continue
-        if (
-            call.kind is ObservationKind.MESSAGE_EVENT
-            and existing.kind is ObservationKind.MESSAGE_EVENT
-        ):
+        is_event = call.kind is ObservationKind.MESSAGE_EVENT
+        empty = not existing.inputs and not existing.outputs and not existing.system_instructions
+        takes_content = empty or key in from_events
+        if is_event and takes_content:
             existing.inputs.extend(call.inputs)
             existing.outputs.extend(call.outputs)
             existing.system_instructions.extend(call.system_instructions)
-        else:
-            if not existing.inputs and not existing.outputs:
-                existing.inputs, existing.outputs = call.inputs, call.outputs
-                existing.system_instructions = call.system_instructions
+            if empty:
                 existing.dialect = call.dialect
-            existing.model = existing.model or call.model
-            existing.provider = existing.provider or call.provider
-            existing.input_tokens = existing.input_tokens or call.input_tokens
-            existing.output_tokens = existing.output_tokens or call.output_tokens
-            if existing.kind is ObservationKind.MESSAGE_EVENT:
-                existing.kind = ObservationKind.LLM_CALL
-                existing.start_ns, existing.end_ns = call.start_ns, call.end_ns
+            from_events.add(key)
+        elif not is_event and takes_content and (call.inputs or call.outputs):
+            existing.inputs, existing.outputs = call.inputs, call.outputs
+            existing.system_instructions = call.system_instructions
+            existing.dialect = call.dialect
+            from_events.discard(key)
+        if not is_event and existing.kind is ObservationKind.MESSAGE_EVENT:
+            existing.kind = ObservationKind.LLM_CALL
+            existing.start_ns, existing.end_ns = call.start_ns, call.end_ns
+        existing.model = existing.model or call.model
+        existing.provider = existing.provider or call.provider
+        existing.input_tokens = existing.input_tokens or call.input_tokens
+        existing.output_tokens = existing.output_tokens or call.output_tokens
         existing.incomplete_reasons.extend(call.incomplete_reasons)
     return ordered
 
@@ -93,12 +104,29 @@ def _overlap(known: list[tuple[Any, ...]], incoming: list[tuple[Any, ...]]) -> i
     return 0
 
 
+def _cut_history_is_known(known: list[tuple[Any, ...]], incoming: list[tuple[Any, ...]]) -> bool:
+    """Whether a history cut by a length limit lies wholly inside the transcript so far.
+
+    The limit cuts every later call's history at the same place, so such a call resends a
+    prefix of what is known rather than all of it. Its last (cut) message is left out of the
+    match, but must fall inside the known transcript: past its end it is a new message.
+    """
+    head = incoming[:-1]
+    if not head:
+        return False
+    last_start = len(known) - len(incoming)
+    return any(known[start : start + len(head)] == head for start in range(last_start + 1))
+
+
 def _align(calls: list[Observation]) -> list[_Placed]:
     placed: list[_Placed] = []
     identities: list[tuple[Any, ...]] = []
     for call in calls:
         incoming = [message.identity() for message in call.inputs]
         known = _overlap(identities, incoming)
+        cut = bool(call.inputs) and call.inputs[-1].truncated
+        if cut and known < len(incoming) and _cut_history_is_known(identities, incoming):
+            known = len(incoming)
         for message in call.inputs[known:]:
             placed.append(_Placed(message, call, is_output=False))
         identities.extend(incoming[known:])

@@ -66,6 +66,9 @@ def salvage_json(text: str) -> tuple[Any, bool]:
         pass
     stack: list[str] = []
     cut_points: list[tuple[int, tuple[str, ...]]] = []
+    # Where the open string's last two escapes start: a cut inside `\u00e9` (Python's
+    # json.dumps escapes all non-ASCII text) or after a lone high surrogate is backed off.
+    escapes: list[int] = []
     in_string = False
     escaped = False
     for position, char in enumerate(text):
@@ -74,11 +77,13 @@ def salvage_json(text: str) -> tuple[Any, bool]:
                 escaped = False
             elif char == "\\":
                 escaped = True
+                escapes = [*escapes[-1:], position]
             elif char == '"':
                 in_string = False
             continue
         if char == '"':
             in_string = True
+            escapes = []
         elif char in "[{":
             stack.append("]" if char == "[" else "}")
         elif char in "]}":
@@ -90,8 +95,9 @@ def salvage_json(text: str) -> tuple[Any, bool]:
             cut_points.append((position, tuple(stack)))
     candidates = []
     if in_string:
-        closed = text[:-1] if escaped else text
-        candidates.append(closed + '"' + "".join(reversed(stack)))
+        closing = '"' + "".join(reversed(stack))
+        for end in (len(text), *reversed(escapes)):
+            candidates.append(text[:end] + closing)
     candidates.append(text + "".join(reversed(stack)))
     for position, open_brackets in reversed(cut_points[-8:]):
         candidates.append(text[:position] + "".join(reversed(open_brackets)))
@@ -119,7 +125,12 @@ def text_or_marker(raw: Any, markers: frozenset[str]) -> tuple[str | None, bool]
         return None, False
     if not isinstance(raw, str):
         raw = orjson.dumps(raw).decode()
-    if raw.strip() in markers:
+    stripped = raw.strip()
+    if not stripped:
+        # Emitters write `content: ""` for a tool-call-only answer and omit it when the same
+        # message is resent as history; both must be the same message to de-duplicate.
+        return None, False
+    if stripped in markers:
         return None, True
     return raw, False
 

@@ -39,13 +39,14 @@ SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 
 
-def _structured(value: Any, reasons: list[str]) -> Any:
+def _structured(value: Any, reasons: list[str]) -> tuple[Any, bool]:
+    """Return (value, truncated); a JSON string is parsed, salvaging what a length limit cut."""
     if isinstance(value, str):
         parsed, truncated = salvage_json(value)
         if truncated:
             reasons.append("truncated_content")
-        return parsed
-    return value
+        return parsed, truncated
+    return value, False
 
 
 def _message(raw: Any, markers: frozenset[str], reasons: list[str]) -> list[Message]:
@@ -65,11 +66,13 @@ def _message(raw: Any, markers: frozenset[str], reasons: list[str]) -> list[Mess
     message.finish_reason = finish_reason if isinstance(finish_reason, str) else None
     texts: list[str] = []
     responses: list[Message] = []
+    has_text_part = False
     for part in parts:
         if not isinstance(part, dict):
             continue
         kind = part.get("type")
         if kind == "text":
+            has_text_part = True
             text, redacted = text_or_marker(part.get("content"), markers)
             message.redacted |= redacted
             if text is not None:
@@ -91,11 +94,13 @@ def _message(raw: Any, markers: frozenset[str], reasons: list[str]) -> list[Mess
         message.text = "\n".join(texts)
     if responses and role == "tool" and not texts:
         return responses
-    return [message, *responses] if (texts or message.tool_calls or message.redacted) else responses
+    # An empty text part is still a turn (the bot said nothing), though its text is None.
+    keep = texts or has_text_part or message.tool_calls or message.redacted
+    return [message, *responses] if keep else responses
 
 
 def parse_messages(value: Any, markers: frozenset[str], reasons: list[str]) -> list[Message]:
-    value = _structured(value, reasons)
+    value, truncated = _structured(value, reasons)
     if value is None:
         return []
     if not isinstance(value, list):
@@ -104,13 +109,15 @@ def parse_messages(value: Any, markers: frozenset[str], reasons: list[str]) -> l
     messages: list[Message] = []
     for raw in value:
         messages.extend(_message(raw, markers, reasons))
-    if "truncated_content" in reasons:
+    # Only this attribute's own cut marks its last message: `reasons` is shared by the input
+    # and output attributes of one call, and a cut input says nothing about the output.
+    if truncated:
         mark_truncated(messages)
     return messages
 
 
 def parse_system_instructions(value: Any, markers: frozenset[str], reasons: list[str]) -> list[str]:
-    value = _structured(value, reasons)
+    value, _ = _structured(value, reasons)
     if isinstance(value, str):
         return [value]
     if not isinstance(value, list):

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from collector.dialects.base import (
     LogDecoder,
     SpanDecoder,
+    first_int,
     first_str,
+    maybe_json,
     messages_size,
+    salvage_json,
     text_or_marker,
     tool_call_part,
 )
@@ -29,15 +30,43 @@ EVENT_ROLES = {
     "gen_ai.tool.message": "tool",
 }
 CHOICE_EVENT = "gen_ai.choice"
+EVENT_CONTENT = "gen_ai.event.content"
 
 
-def _body(raw: Any) -> dict[str, Any]:
+def _body(raw: Any) -> tuple[dict[str, Any], bool]:
+    """Return (body, truncated). A JSON-string body may have been cut by a length limit."""
     if isinstance(raw, str):
-        try:
-            raw = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return {"content": raw}
-    return raw if isinstance(raw, dict) else {}
+        if raw.lstrip()[:1] != "{":
+            return {"content": raw}, False
+        parsed, truncated = salvage_json(raw)
+        return (parsed if isinstance(parsed, dict) else {}), truncated
+    return (raw if isinstance(raw, dict) else {}), False
+
+
+def _span_event_body(attributes: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """Span events hold the body as a JSON string in `gen_ai.event.content` (Azure AI
+    Inference, Semantic Kernel), as a `body` attribute, or as the event attributes themselves."""
+    for key in (EVENT_CONTENT, "body"):
+        if key in attributes:
+            return _body(attributes[key])
+    return attributes, False
+
+
+def _lacks_content(body: dict[str, Any]) -> bool:
+    """Content capture off: the event says a message was sent but not what it said.
+
+    Read from the body, not the message: `content: ""` is captured (if empty) content.
+    """
+    inner = body.get("message") if isinstance(body.get("message"), dict) else body
+    return inner.get("content") is None and not inner.get("tool_calls")
+
+
+def _reasons(truncated: bool, lacks_content: bool) -> list[str]:
+    return [
+        reason
+        for reason, present in (("truncated_content", truncated), ("no_content", lacks_content))
+        if present
+    ]
 
 
 def _tool_calls(raw: Any) -> list:
@@ -80,7 +109,8 @@ def message_from_event(
             Message(
                 role="tool",
                 tool_call_id=str(call_id) if call_id not in (None, "") else None,
-                tool_response=text,
+                # Same shape as the other dialects' results: an object when it is JSON.
+                tool_response=maybe_json(text),
                 redacted=redacted,
             ),
             False,
@@ -99,17 +129,20 @@ class GenAISpanEventDecoder(SpanDecoder):
     def decode(self, span: SpanView) -> Observation | None:
         inputs: list[Message] = []
         outputs: list[Message] = []
+        any_truncated = any_lacking = False
         for event in span.events:
-            body = event.attributes
-            if "body" in body:
-                body = _body(body["body"])
+            body, truncated = _span_event_body(event.attributes)
             decoded = message_from_event(event.name, body, self.markers)
             if decoded is None:
                 continue
             message, is_output = decoded
+            message.truncated = truncated
+            any_truncated |= truncated
+            any_lacking |= _lacks_content(body)
             (outputs if is_output else inputs).append(message)
         if not inputs and not outputs:
             return None
+        reasons = _reasons(any_truncated, any_lacking)
         inputs, system = split_system(inputs)
         attributes = span.attributes
         return Observation(
@@ -124,6 +157,13 @@ class GenAISpanEventDecoder(SpanDecoder):
             system_instructions=system,
             provider=first_str(attributes, "gen_ai.provider.name", "gen_ai.system"),
             model=first_str(attributes, "gen_ai.response.model", "gen_ai.request.model"),
+            input_tokens=first_int(
+                attributes, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"
+            ),
+            output_tokens=first_int(
+                attributes, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"
+            ),
+            incomplete_reasons=reasons,
             size_bytes=messages_size(inputs) + messages_size(outputs),
         )
 
@@ -135,12 +175,15 @@ class GenAIMessageEventLogDecoder(LogDecoder):
         event_name = record.event_name or record.attributes.get("event.name")
         if not isinstance(event_name, str):
             return None
-        decoded = message_from_event(event_name, _body(record.body), self.markers)
+        body, truncated = _body(record.body)
+        decoded = message_from_event(event_name, body, self.markers)
         if decoded is None:
             return None
         message, is_output = decoded
+        message.truncated = truncated
         system = [message.text] if message.role == "system" and message.text else []
-        inputs = [] if is_output or system else [message]
+        # A system message is never a transcript turn, even when capture left it empty.
+        inputs = [] if is_output or message.role == "system" else [message]
         return Observation(
             kind=ObservationKind.MESSAGE_EVENT,
             dialect=self.name,
@@ -152,5 +195,6 @@ class GenAIMessageEventLogDecoder(LogDecoder):
             outputs=[message] if is_output else [],
             system_instructions=system,
             provider=first_str(record.attributes, "gen_ai.provider.name", "gen_ai.system"),
+            incomplete_reasons=_reasons(truncated, _lacks_content(body)),
             size_bytes=messages_size([message]),
         )
