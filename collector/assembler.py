@@ -17,7 +17,10 @@ from typing import Any
 import orjson
 
 from collector.records import Message, Observation, ObservationKind
-from turnwatch.schema import Role, TokenUsage, ToolCall, Turn
+
+TurnFields = dict[str, Any]
+"""A `turnwatch.schema.Turn` as plain fields: validated once, with the whole Session, which is
+several times cheaper than building thousands of models one field at a time."""
 
 
 def ns_to_datetime(ns: int) -> datetime | None:
@@ -28,7 +31,7 @@ def ns_to_datetime(ns: int) -> datetime | None:
 
 @dataclass(slots=True)
 class Transcript:
-    turns: list[Turn] = field(default_factory=list)
+    turns: list[TurnFields] = field(default_factory=list)
     system_instructions: list[str] = field(default_factory=list)
     incomplete_reasons: list[str] = field(default_factory=list)
     providers: list[str] = field(default_factory=list)
@@ -136,57 +139,60 @@ def _align(calls: list[Observation]) -> list[_Placed]:
     return placed
 
 
-def _tool_call(part: Any) -> ToolCall:
-    return ToolCall(id=part.id, name=part.name, arguments=part.arguments)
-
-
 def _response_text(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
     return orjson.dumps(value).decode()
 
 
-def _build_turns(placed: list[_Placed]) -> list[Turn]:
-    turns: list[Turn] = []
-    pending: dict[str, ToolCall] = {}
+def _build_turns(placed: list[_Placed]) -> list[TurnFields]:
+    turns: list[TurnFields] = []
+    pending: dict[str, TurnFields] = {}
     for item in placed:
         message, call = item.message, item.call
         if message.role == "tool":
             target = pending.get(message.tool_call_id or "")
             if target is not None and not message.redacted:
-                target.result = message.tool_response
+                target["result"] = message.tool_response
                 continue
-        turn = Turn(
-            index=len(turns),
-            role=Role(message.role),
-            text=message.text if message.role != "tool" else _response_text(message.tool_response),
-            tool_calls=[_tool_call(part) for part in message.tool_calls],
-            tool_call_id=message.tool_call_id,
-            name=message.name,
-            started_at=ns_to_datetime(call.end_ns if item.is_output else call.start_ns),
-            redacted=message.redacted,
-            truncated=message.truncated,
-            trace_id=call.trace_id or None,
-        )
+        turn: TurnFields = {
+            "index": len(turns),
+            "role": message.role,
+            "text": message.text
+            if message.role != "tool"
+            else _response_text(message.tool_response),
+            "tool_calls": [
+                {"id": part.id, "name": part.name, "arguments": part.arguments}
+                for part in message.tool_calls
+            ],
+            "tool_call_id": message.tool_call_id,
+            "name": message.name,
+            "started_at": ns_to_datetime(call.end_ns if item.is_output else call.start_ns),
+            "redacted": message.redacted,
+            "truncated": message.truncated,
+            "trace_id": call.trace_id or None,
+        }
         if item.is_output:
-            turn.model = call.model
-            turn.finish_reason = message.finish_reason
+            turn["model"] = call.model
+            turn["finish_reason"] = message.finish_reason
             if call.end_ns > call.start_ns > 0:
-                turn.latency_ms = (call.end_ns - call.start_ns) / 1e6
+                turn["latency_ms"] = (call.end_ns - call.start_ns) / 1e6
             if call.input_tokens is not None or call.output_tokens is not None:
-                turn.usage = TokenUsage(
-                    input_tokens=call.input_tokens, output_tokens=call.output_tokens
-                )
-        for tool_call in turn.tool_calls:
-            if tool_call.id:
-                pending[tool_call.id] = tool_call
+                turn["usage"] = {
+                    "input_tokens": call.input_tokens,
+                    "output_tokens": call.output_tokens,
+                }
+        for tool_call in turn["tool_calls"]:
+            if tool_call["id"]:
+                pending[tool_call["id"]] = tool_call
         turns.append(turn)
     return turns
 
 
-def _attach_executions(turns: list[Turn], executions: list[Observation]) -> int:
+def _attach_executions(turns: list[TurnFields], executions: list[Observation]) -> int:
     """Join execute_tool spans to the tool calls that asked for them; return failed count."""
-    by_id = {call.id: call for turn in turns for call in turn.tool_calls if call.id}
+    by_id = {call["id"]: call for turn in turns for call in turn["tool_calls"] if call["id"]}
+    joined: set[int] = set()
     failures = 0
     for execution in sorted(executions, key=lambda item: item.start_ns):
         tool = execution.tool
@@ -199,9 +205,9 @@ def _attach_executions(turns: list[Turn], executions: list[Observation]) -> int:
                 (
                     call
                     for turn in turns
-                    if turn.trace_id == execution.trace_id
-                    for call in turn.tool_calls
-                    if call.name == tool.name and call.started_at is None
+                    if turn["trace_id"] == execution.trace_id
+                    for call in turn["tool_calls"]
+                    if call["name"] == tool.name and id(call) not in joined
                 ),
                 None,
             )
@@ -210,28 +216,30 @@ def _attach_executions(turns: list[Turn], executions: list[Observation]) -> int:
                 (
                     t
                     for t in reversed(turns)
-                    if t.role is Role.ASSISTANT and t.trace_id == execution.trace_id
+                    if t["role"] == "assistant" and t["trace_id"] == execution.trace_id
                 ),
                 None,
             )
             if owner is None:
-                owner = Turn(
-                    index=len(turns),
-                    role=Role.ASSISTANT,
-                    started_at=ns_to_datetime(execution.start_ns),
-                    trace_id=execution.trace_id,
-                )
+                owner = {
+                    "index": len(turns),
+                    "role": "assistant",
+                    "tool_calls": [],
+                    "started_at": ns_to_datetime(execution.start_ns),
+                    "trace_id": execution.trace_id,
+                }
                 turns.append(owner)
-            target = ToolCall(id=tool.call_id, name=tool.name, arguments=tool.arguments)
-            owner.tool_calls.append(target)
-        if target.arguments is None:
-            target.arguments = tool.arguments
-        if target.result is None:
-            target.result = tool.result
-        target.error = tool.error
-        target.started_at = ns_to_datetime(execution.start_ns)
+            target = {"id": tool.call_id, "name": tool.name, "arguments": tool.arguments}
+            owner["tool_calls"].append(target)
+        joined.add(id(target))
+        if target.get("arguments") is None:
+            target["arguments"] = tool.arguments
+        if target.get("result") is None:
+            target["result"] = tool.result
+        target["error"] = tool.error
+        target["started_at"] = ns_to_datetime(execution.start_ns)
         if execution.end_ns > execution.start_ns > 0:
-            target.duration_ms = (execution.end_ns - execution.start_ns) / 1e6
+            target["duration_ms"] = (execution.end_ns - execution.start_ns) / 1e6
     return failures
 
 
@@ -259,7 +267,7 @@ def assemble(observations: list[Observation]) -> Transcript:
     transcript.turns = _build_turns(_align(calls))
     executions = [o for o in observations if o.kind is ObservationKind.TOOL_EXECUTION]
     transcript.tool_errors = _attach_executions(transcript.turns, executions)
-    if any(turn.redacted for turn in transcript.turns):
+    if any(turn.get("redacted") for turn in transcript.turns):
         reasons.append("redacted_content")
     transcript.system_instructions = _unique(
         [text for call in calls for text in call.system_instructions]

@@ -10,6 +10,21 @@ from turnwatch.config import ConversationKeyConfig, SamplingConfig, SessionConfi
 MAX_KEY_LENGTH = 256
 
 
+def _first(
+    attributes: dict[str, Any], resource: dict[str, Any], names: list[str]
+) -> tuple[str | None, str | None]:
+    """The first named attribute with a usable value (span before resource), and its name."""
+    for name in names:
+        value = attributes.get(name)
+        text = _text(value) if value is not None else None
+        if text is None:
+            value = resource.get(name)
+            text = _text(value) if value is not None else None
+        if text:
+            return text, name
+    return None, None
+
+
 def _text(value: Any) -> str | None:
     if isinstance(value, str):
         value = value.strip()
@@ -50,29 +65,25 @@ class ContextReader:
         event_names: tuple[str, ...] = (),
         dropped_attributes: int = 0,
     ) -> Context:
-        key = source = None
-        for attribute in self.key_attributes:
-            key = _text(attributes.get(attribute)) or _text(resource.get(attribute))
-            if key:
-                source = attribute
+        key, source = _first(attributes, resource, self.key_attributes)
+        user, _ = _first(attributes, resource, self.user_attributes)
+        is_end = False
+        for attribute, expected in self.end_markers.items():
+            value = attributes.get(attribute)
+            if value is not None and str(value).lower() == expected.lower():
+                is_end = True
                 break
-        user = None
-        for attribute in self.user_attributes:
-            user = _text(attributes.get(attribute)) or _text(resource.get(attribute))
-            if user:
-                break
-        is_end = any(
-            str(attributes.get(attribute, "")).lower() == value.lower()
-            for attribute, value in self.end_markers.items()
-        ) or any(name in self.end_events for name in event_names)
+        if event_names and not is_end:
+            is_end = any(name in self.end_events for name in event_names)
         forced = None
         for attribute, values in self.force_attributes.items():
             value = attributes.get(attribute)
             if isinstance(value, str) and value in values:
                 forced = attribute
                 break
+        service = resource.get("service.name")
         return Context(
-            service=_text(resource.get("service.name")) or self.service_fallback,
+            service=_text(service) or self.service_fallback if service else self.service_fallback,
             conversation_key=key,
             key_source=source,
             user_id=user,

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 from collector.assembler import assemble, ns_to_datetime
@@ -29,6 +30,14 @@ from turnwatch.schema import CloseReason, Provenance, SamplingDecision, Session
 log = logging.getLogger("turnwatch.collector")
 
 CAPPED_REASONS = frozenset({CloseReason.TURN_CAP, CloseReason.BYTE_CAP, CloseReason.EVICTED})
+
+
+@dataclass(slots=True)
+class PendingSession:
+    """A closed, sampled session waiting for assembly and the next stage."""
+
+    closed: ClosedSession
+    decision: SamplingDecision
 
 
 class SessionSink(Protocol):
@@ -81,7 +90,9 @@ class CollectorPipeline:
         )
         self.sessionizer = Sessionizer(settings.sessions, clock)
         self.sampler = Sampler(settings.sampling)
-        self.queue: asyncio.Queue[Session] = asyncio.Queue(maxsize=settings.handoff.queue_size)
+        self.queue: asyncio.Queue[PendingSession] = asyncio.Queue(
+            maxsize=settings.handoff.queue_size
+        )
         self._watermark = int(settings.handoff.queue_size * settings.handoff.high_watermark)
         self._event_sequence = 0
 
@@ -183,16 +194,15 @@ class CollectorPipeline:
         self.metrics.sessions_sampled.labels(decision.reason.value).inc()
         if not decision.sampled:
             return
-        session = self._build(closed, decision)
-        for reason in session.incomplete_reasons:
-            self.metrics.sessions_incomplete.labels(reason).inc()
         try:
-            self.queue.put_nowait(session)
+            self.queue.put_nowait(PendingSession(closed, decision))
         except asyncio.QueueFull:
             self.metrics.handoff_dropped.labels("queue_full").inc()
             log.warning("handoff queue full; session dropped", extra={"reason": "queue_full"})
 
-    def _build(self, closed: ClosedSession, decision: SamplingDecision) -> Session:
+    def build(self, pending: PendingSession) -> Session:
+        """Assemble a queued session into its wire record (off the request path)."""
+        closed, decision = pending.closed, pending.decision
         state = closed.state
         transcript = assemble(state.observations)
         reasons = list(transcript.incomplete_reasons)
@@ -202,7 +212,7 @@ class CollectorPipeline:
             reasons.append("no_turns")
         started = ns_to_datetime(state.first_ns) or ns_to_datetime(1)
         ended = ns_to_datetime(state.last_ns) or started
-        return Session(
+        session = Session(
             session_id=state.session_id,
             revision=state.revision,
             conversation_key=state.key,
@@ -231,6 +241,17 @@ class CollectorPipeline:
             error_spans=state.error_spans,
             sampling=decision,
         )
+        for reason in session.incomplete_reasons:
+            self.metrics.sessions_incomplete.labels(reason).inc()
+        return session
+
+    def take_pending(self) -> list[Session]:
+        """Build and remove every queued session now, for callers without a handoff task."""
+        sessions = []
+        while not self.queue.empty():
+            sessions.append(self.build(self.queue.get_nowait()))
+            self.queue.task_done()
+        return sessions
 
     def _update_gauges(self) -> None:
         self.metrics.sessions_open.set(self.sessionizer.open_count)
@@ -245,7 +266,15 @@ class CollectorPipeline:
 
     async def run_handoff(self) -> None:
         while True:
-            session = await self.queue.get()
+            pending = await self.queue.get()
+            try:
+                session = self.build(pending)
+            except Exception:
+                # An assembler bug on strange input costs this session, never the pipeline.
+                self.metrics.handoff_dropped.labels("assembly_error").inc()
+                log.exception("session assembly failed", extra={"reason": "assembly_error"})
+                self.queue.task_done()
+                continue
             try:
                 await self.sink.deliver(session)
                 self.metrics.handoff_delivered.inc()

@@ -147,10 +147,7 @@ def _failed_tool(conversation: str) -> SpanView:
 def _run(pipeline: CollectorPipeline, spans: list[SpanView]) -> list[Session]:
     assert pipeline.accept_spans(spans) == 0
     pipeline.close_all()
-    sessions = []
-    while not pipeline.queue.empty():
-        sessions.append(pipeline.queue.get_nowait())
-    return sessions
+    return pipeline.take_pending()
 
 
 def _sampled_total(registry: CollectorRegistry, reason: str) -> float:

@@ -72,10 +72,7 @@ class Harness:
         return self.emitted()
 
     def emitted(self) -> list[Session]:
-        sessions = []
-        while not self.pipeline.queue.empty():
-            sessions.append(self.pipeline.queue.get_nowait())
-        return sessions
+        return self.pipeline.take_pending()
 
     def closed_total(self, reason: str) -> float:
         value = self.registry.get_sample_value(

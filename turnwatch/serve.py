@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import socket
 import threading
@@ -66,10 +67,23 @@ class Service:
     started: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+GC_THRESHOLDS = (50_000, 20, 20)
+"""Buffered sessions keep millions of small objects alive; with CPython's default first threshold
+(700 allocations) the collector rescans them so often that it costs a third of ingest CPU. The
+objects form no cycles in the steady state, so collecting rarely loses nothing."""
+
+
+def tune_garbage_collector() -> None:
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 async def serve(
     settings: Settings, stop: asyncio.Event, sink: SessionSink | None = None, on_started=None
 ) -> None:
     """Run all roles in this process until `stop` is set; drain open sessions on the way out."""
+    tune_garbage_collector()
     registry = CollectorRegistry()
     metrics = CollectorMetrics(registry)
     pipeline = CollectorPipeline(settings, metrics, sink or LoggingSink())

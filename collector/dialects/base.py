@@ -22,6 +22,9 @@ ROLE_ALIASES = {
     "ipython": "tool",
 }
 
+MARKER_SCAN_LENGTH = 64
+"""Redaction markers are short; longer content is never compared against them."""
+
 INFERENCE_OPERATIONS = frozenset({"chat", "generate_content", "text_completion", "invoke_agent"})
 
 
@@ -125,12 +128,11 @@ def text_or_marker(raw: Any, markers: frozenset[str]) -> tuple[str | None, bool]
         return None, False
     if not isinstance(raw, str):
         raw = orjson.dumps(raw).decode()
-    stripped = raw.strip()
-    if not stripped:
+    if not raw or raw.isspace():
         # Emitters write `content: ""` for a tool-call-only answer and omit it when the same
         # message is resent as history; both must be the same message to de-duplicate.
         return None, False
-    if stripped in markers:
+    if len(raw) <= MARKER_SCAN_LENGTH and raw.strip() in markers:
         return None, True
     return raw, False
 
