@@ -34,7 +34,18 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 SPANS_PER_REQUEST = 512
 CALLS_PER_CONVERSATION = 8
-WORDS = "order refund shipping address parcel invoice account billing delivery tracking".split()
+WORDS = [
+    "order",
+    "refund",
+    "shipping",
+    "address",
+    "parcel",
+    "invoice",
+    "account",
+    "billing",
+    "delivery",
+    "tracking",
+]
 
 
 def _kv(key: str, value: str | int) -> KeyValue:
@@ -62,10 +73,17 @@ def build_requests(count: int, seed: int = 7) -> list[bytes]:
         scope = resource_spans.scope_spans.add()
         scope.scope.name = "bench"
         for _ in range(SPANS_PER_REQUEST):
-            inputs = json.dumps([{"role": "user", "parts": [{"type": "text", "content": _text(rng, 500)}]}])
+            inputs = json.dumps(
+                [{"role": "user", "parts": [{"type": "text", "content": _text(rng, 500)}]}]
+            )
             outputs = json.dumps(
-                [{"role": "assistant", "parts": [{"type": "text", "content": _text(rng, 500)}],
-                  "finish_reason": "stop"}]
+                [
+                    {
+                        "role": "assistant",
+                        "parts": [{"type": "text", "content": _text(rng, 500)}],
+                        "finish_reason": "stop",
+                    }
+                ]
             )
             start = time.time_ns()
             attributes = [
@@ -102,9 +120,24 @@ class Server:
     def __init__(self) -> None:
         env = {**os.environ, "TURNWATCH_LOG__LEVEL": "WARNING"}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "turnwatch", "serve", "--otlp-port", "0", "--grpc-port", "0",
-             "--ops-port", "0", "--session-idle-timeout", "30"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+            [
+                sys.executable,
+                "-m",
+                "turnwatch",
+                "serve",
+                "--otlp-port",
+                "0",
+                "--grpc-port",
+                "0",
+                "--ops-port",
+                "0",
+                "--session-idle-timeout",
+                "30",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
         )
         line = self.process.stdout.readline()
         ports = re.findall(r":(\d+)", line)
@@ -155,8 +188,9 @@ def post_all(port: int, bodies: list[bytes], clients: int, interval: float | Non
                 if delay > 0:
                     time.sleep(delay)
             sent = time.perf_counter()
-            connection.request("POST", "/v1/traces", bodies[index],
-                               {"Content-Type": "application/x-protobuf"})
+            connection.request(
+                "POST", "/v1/traces", bodies[index], {"Content-Type": "application/x-protobuf"}
+            )
             response = connection.getresponse()
             response.read()
             if response.status != 200:
@@ -222,14 +256,22 @@ def main() -> None:
         server.stop()
     parse_rate = baseline_parse(bodies)
 
-    print(f"ingest: {args.requests} requests x {SPANS_PER_REQUEST} spans, {size_kib:.0f} KiB each, "
-          f"{args.clients} client threads, {os.cpu_count()} cores")
-    print(f"{'run':<22}{'spans/s':>10}{'spans/CPU-s':>13}{'p50 ms':>9}{'p99 ms':>9}{'sessions':>10}")
+    print(
+        f"ingest: {args.requests} requests x {SPANS_PER_REQUEST} spans, {size_kib:.0f} KiB each, "
+        f"{args.clients} client threads, {os.cpu_count()} cores"
+    )
+    print(
+        f"{'run':<22}{'spans/s':>10}{'spans/CPU-s':>13}{'p50 ms':>9}{'p99 ms':>9}{'sessions':>10}"
+    )
     for name, row in (("saturated", saturated), ("half load (paced)", paced)):
-        print(f"{name:<22}{row['spans_per_s']:>10.0f}{row['spans_per_cpu_s']:>13.0f}"
-              f"{row['p50_ms']:>9.1f}{row['p99_ms']:>9.1f}{row['sessions']:>10}")
-    print(f"{'baseline: protobuf parse only':<35}{parse_rate:>10.0f} spans/CPU-s "
-          f"(turnwatch = {saturated['spans_per_cpu_s'] / parse_rate:.2f}x of it)")
+        print(
+            f"{name:<22}{row['spans_per_s']:>10.0f}{row['spans_per_cpu_s']:>13.0f}"
+            f"{row['p50_ms']:>9.1f}{row['p99_ms']:>9.1f}{row['sessions']:>10}"
+        )
+    print(
+        f"{'baseline: protobuf parse only':<35}{parse_rate:>10.0f} spans/CPU-s "
+        f"(turnwatch = {saturated['spans_per_cpu_s'] / parse_rate:.2f}x of it)"
+    )
     print(f"server peak RSS: {rss:.0f} MiB; goal: >= 20000 spans/CPU-s, p99 < 50 ms at half load")
 
 

@@ -67,9 +67,10 @@ class Running:
         return f"http://127.0.0.1:{self.service.ports.ops}"
 
 
-def start_service(settings: Settings) -> Running:
+def start_service(settings: Settings, deidentify: bool = False) -> Running:
+    """A real `turnwatch serve`; raw sessions unless `deidentify` (collector assembly tests)."""
     sink = CapturingSink()
-    background = BackgroundService(settings, sink)
+    background = BackgroundService(settings, sink, deidentify=deidentify)
     service = background.start()
     return Running(background, service, sink)
 

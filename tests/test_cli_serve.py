@@ -26,7 +26,7 @@ def _samples(ops_url: str) -> dict[tuple[str, tuple], float]:
     }
 
 
-def test_serve_ingests_drains_on_sigterm_and_logs_no_message_text():
+def test_serve_ingests_drains_on_sigterm_and_logs_no_message_text(tmp_path):
     env = {**os.environ, "TURNWATCH_SESSIONS__IDLE_TIMEOUT_SECONDS": "30"}
     process = subprocess.Popen(
         [
@@ -40,6 +40,8 @@ def test_serve_ingests_drains_on_sigterm_and_logs_no_message_text():
             "0",
             "--ops-port",
             "0",
+            "--data-dir",
+            str(tmp_path),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -77,7 +79,7 @@ def test_serve_ingests_drains_on_sigterm_and_logs_no_message_text():
     assert "user-7" not in logs and "cli-conversation" not in logs
 
 
-def test_serve_refuses_a_port_in_use_with_a_clear_message():
+def test_serve_refuses_a_port_in_use_with_a_clear_message(tmp_path):
     holder = socket.socket()
     holder.bind(("127.0.0.1", 0))
     holder.listen()
@@ -95,6 +97,8 @@ def test_serve_refuses_a_port_in_use_with_a_clear_message():
                 "0",
                 "--ops-port",
                 "0",
+                "--data-dir",
+                str(tmp_path),
             ],
             capture_output=True,
             text=True,
@@ -104,3 +108,30 @@ def test_serve_refuses_a_port_in_use_with_a_clear_message():
         holder.close()
     assert result.returncode == 1
     assert "cannot start" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_production_mode_without_a_pseudonym_key_refuses_to_start(tmp_path):
+    env = {**os.environ, "TURNWATCH_MODE": "production"}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "turnwatch",
+            "serve",
+            "--otlp-port",
+            "0",
+            "--grpc-port",
+            "0",
+            "--ops-port",
+            "0",
+            "--data-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert result.returncode == 2
+    assert "deid.secret" in result.stderr and "Traceback" not in result.stderr
+    assert not list(tmp_path.iterdir())

@@ -8,6 +8,8 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 from pydantic import BaseModel
 
+from collector.deid.config import DeidConfig
+from collector.deid.metrics import DeidMetrics
 from collector.metrics import CollectorMetrics
 from turnwatch.config import Settings
 
@@ -34,6 +36,7 @@ def test_every_config_key_is_documented():
 def test_every_metric_is_documented():
     registry = CollectorRegistry()
     CollectorMetrics(registry)
+    DeidMetrics(registry, DeidConfig().all_entities())
     names = {metric.name for metric in registry.collect()}
     documented = set(re.findall(r"^\| `(turnwatch_[a-z_]+)` \|", README, flags=re.MULTILINE))
     # prometheus_client reports counters without their `_total` suffix.

@@ -33,6 +33,9 @@ def _parser() -> argparse.ArgumentParser:
         "--session-idle-timeout", type=float, help="seconds of silence that close a session"
     )
     serve.add_argument("--sampling-rate", type=float, help="fraction of sessions sampled")
+    serve.add_argument(
+        "--data-dir", type=Path, help="state directory (generated pseudonym key, quarantine)"
+    )
     return parser
 
 
@@ -44,6 +47,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
         "otlp.host": args.host,
         "sessions.idle_timeout_seconds": args.session_idle_timeout,
         "sampling.rate": args.sampling_rate,
+        "data_dir": args.data_dir,
     }
     return {key: value for key, value in flags.items() if value is not None}
 
@@ -62,6 +66,8 @@ def _run_serve(args: argparse.Namespace) -> int:
         )
         return 2
     configure_logging(settings.log.level)
+    from collector.deid.engine import ModelMissingError
+    from collector.deid.secret import SecretError
     from turnwatch.serve import serve
 
     def announce(service) -> None:
@@ -82,6 +88,9 @@ def _run_serve(args: argparse.Namespace) -> int:
 
     try:
         asyncio.run(main())
+    except (SecretError, ModelMissingError) as exc:
+        print(f"turnwatch: cannot start: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"turnwatch: cannot start: {exc.strerror or exc}", file=sys.stderr)
         return 1

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, TypeAdapter, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -20,15 +20,14 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from collector.deid.config import DeidConfig
+from turnwatch.section import Section
+
 MiB = 1024 * 1024
 
 
 class ConfigError(Exception):
     """The configuration is invalid; the message names the offending field."""
-
-
-class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class OtlpConfig(Section):
@@ -150,6 +149,11 @@ class Settings(BaseSettings):
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     handoff: HandoffConfig = Field(default_factory=HandoffConfig)
     decoders: DecoderConfig = Field(default_factory=DecoderConfig)
+    deid: DeidConfig = Field(default_factory=DeidConfig)
+    data_dir: Path = Field(
+        default=Path("turnwatch-data"),
+        description="Where turnwatch keeps state: the generated pseudonym key, quarantine.",
+    )
     log: LogConfig = Field(default_factory=LogConfig)
 
     @field_validator("service_fallback")
@@ -223,10 +227,20 @@ def load_settings(
     # Overrides are validated per section: validating a whole Settings again would re-read the
     # environment on top of them, and flags must beat environment variables.
     by_section: dict[str, dict[str, Any]] = {}
+    updates: dict[str, Any] = {}
     for dotted, value in overrides.items():
-        section, _, name = dotted.partition(".")
-        by_section.setdefault(section, {})[name] = value
-    updates: dict[str, Section] = {}
+        section, dot, name = dotted.partition(".")
+        if dot:
+            by_section.setdefault(section, {})[name] = value
+            continue
+        field = Settings.model_fields.get(dotted)
+        if field is None or isinstance(getattr(settings, dotted), Section):
+            raise ConfigError(f"invalid configuration (command line): {dotted}: not a setting")
+        try:
+            updates[dotted] = TypeAdapter(field.annotation).validate_python(value)
+        except ValidationError as exc:
+            message = _format_validation_error(exc, "command line", prefix=dotted)
+            raise ConfigError(message) from exc
     for section, values in by_section.items():
         current = getattr(settings, section, None)
         if not isinstance(current, Section):

@@ -8,11 +8,13 @@ import gc
 import logging
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import uvicorn
 from prometheus_client import CollectorRegistry
 
+from collector.deid.stage import build_deidentifying_sink
 from collector.metrics import CollectorMetrics
 from collector.otlp_grpc import create_grpc_server
 from collector.otlp_http import create_otlp_app
@@ -80,13 +82,29 @@ def tune_garbage_collector() -> None:
 
 
 async def serve(
-    settings: Settings, stop: asyncio.Event, sink: SessionSink | None = None, on_started=None
+    settings: Settings,
+    stop: asyncio.Event,
+    sink: SessionSink | None = None,
+    on_started: Callable[[Service], None] | None = None,
+    deidentify: bool = True,
 ) -> None:
-    """Run all roles in this process until `stop` is set; drain open sessions on the way out."""
+    """Run all roles in this process until `stop` is set; drain open sessions on the way out.
+
+    `sink` is the stage after de-identification (by default one that logs counts). Only tests of
+    the collector's own assembly pass `deidentify=False`, to see raw sessions.
+    """
     tune_garbage_collector()
     registry = CollectorRegistry()
     metrics = CollectorMetrics(registry)
-    pipeline = CollectorPipeline(settings, metrics, sink or LoggingSink())
+    next_stage: SessionSink = sink or LoggingSink()
+    deid_sink = None
+    if deidentify:
+        # Fails here, before a port is bound, on a missing key (production) or spaCy model.
+        deid_sink = build_deidentifying_sink(
+            settings.deid, settings.mode, settings.data_dir, registry, next_stage
+        )
+        next_stage = deid_sink
+    pipeline = CollectorPipeline(settings, metrics, next_stage)
     receiver = Receiver(settings.otlp, pipeline, metrics)
     ports = Ports()
 
@@ -140,15 +158,20 @@ async def serve(
     for task in tasks[2:]:
         task.cancel()
     await asyncio.gather(*tasks[2:], return_exceptions=True)
+    if deid_sink is not None:
+        deid_sink.close()
     log.info("turnwatch stopped")
 
 
 class BackgroundService:
     """`serve` on its own event loop thread, for tests and the demo."""
 
-    def __init__(self, settings: Settings, sink: SessionSink | None = None) -> None:
+    def __init__(
+        self, settings: Settings, sink: SessionSink | None = None, deidentify: bool = True
+    ) -> None:
         self.settings = settings
         self.sink = sink
+        self.deidentify = deidentify
         self.service: Service | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -160,7 +183,13 @@ class BackgroundService:
         async def main() -> None:
             self._loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()
-            await serve(self.settings, self._stop, self.sink, on_started=self._on_started)
+            await serve(
+                self.settings,
+                self._stop,
+                self.sink,
+                on_started=self._on_started,
+                deidentify=self.deidentify,
+            )
 
         try:
             asyncio.run(main())

@@ -1,0 +1,403 @@
+"""De-identification stage: corpus coverage, referential integrity, fail-closed, offline."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import socket
+import time
+
+import pytest
+from presidio_analyzer import EntityRecognizer, RecognizerResult
+from prometheus_client import CollectorRegistry, generate_latest
+
+from collector.deid.config import DeidConfig
+from collector.deid.deidentifier import Deidentifier, Quarantined
+from collector.deid.metrics import DeidMetrics
+from collector.deid.quarantine import QuarantineStore
+from collector.deid.secret import SecretError, load_secret
+from collector.deid.sink import DeidentifyingSink
+from collector.deid.stage import build_deidentifier, build_deidentifying_sink
+from tests.conftest import CapturingSink
+from tests.pii_corpus import CorpusGenerator, LabelledSession, build_sessions
+from turnwatch.schema import Role, Session, ToolCall, Turn
+
+SECRET = b"test-secret-0123456789abcdef"
+TOKEN = re.compile(r"<[A-Z][A-Z0-9_]+_[0-9a-f]{8}>")
+
+
+@pytest.fixture(scope="module")
+def deidentifier() -> Deidentifier:
+    return build_deidentifier(DeidConfig(), SECRET)
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[LabelledSession]:
+    return build_sessions(40)
+
+
+def _session(*turns: Turn, conversation_key: str = "conv-1", user_id: str | None = "u-1"):
+    [template] = build_sessions(1, exchanges=1)
+    return template.session.model_copy(
+        update={
+            "turns": list(turns),
+            "conversation_key": conversation_key,
+            "user_id": user_id,
+        }
+    )
+
+
+def _user(index: int, text: str) -> Turn:
+    return Turn(index=index, role=Role.USER, text=text)
+
+
+def _tool(index: int, arguments: object, result: object = None) -> Turn:
+    call = ToolCall(id="c1", name="lookup_customer", arguments=arguments, result=result)
+    return Turn(index=index, role=Role.ASSISTANT, tool_calls=[call])
+
+
+def test_no_labelled_value_survives_anywhere_in_the_corpus(deidentifier, corpus):
+    for labelled in corpus:
+        out = deidentifier.deidentify(labelled.session).session
+        dumped = out.model_dump_json()
+        leaked = [p.value for p in labelled.pii if p.value in dumped]
+        assert not leaked, f"{len(leaked)} values leaked, types {[p.entity for p in labelled.pii]}"
+        assert out.deidentified
+        assert out.user_id is not None and TOKEN.fullmatch(out.user_id)
+        assert TOKEN.fullmatch(out.conversation_key)
+        # Allow-listed fields stay raw, so downstream checks can still read them.
+        assert out.service == "support-bot"
+        assert out.session_id == labelled.session.session_id
+        assert [t.model for t in out.turns] == [t.model for t in labelled.session.turns]
+
+
+def test_corpus_covers_every_kind_of_pii_and_every_place(corpus):
+    kinds = {p.entity for labelled in corpus for p in labelled.pii}
+    assert kinds >= {
+        "PERSON",
+        "EMAIL_ADDRESS",
+        "PHONE_NUMBER",
+        "CREDIT_CARD",
+        "US_SSN",
+        "IBAN_CODE",
+        "STREET_ADDRESS",
+        "IP_ADDRESS",
+        "DATE_TIME",
+        "ORDER_NUMBER",
+        "ACCOUNT_ID",
+    }
+    names = {p.value for labelled in corpus for p in labelled.pii if p.entity == "PERSON"}
+    assert any(name.islower() for name in names)
+
+
+def test_same_value_same_token_across_sessions_and_places(deidentifier):
+    email = "maria.garcia77@example.com"
+    first = _session(
+        _user(0, f"Hello, my email is {email}."),
+        _tool(1, {"customer_email": email}, {"contact": {"email": email}}),
+        conversation_key="conv-a",
+    )
+    second = _session(_user(0, f"Reach me at {email.upper()} please"), conversation_key="conv-b")
+    other = _session(_user(0, "Reach me at james.okafor12@example.com please"))
+
+    a = deidentifier.deidentify(first).session
+    b = deidentifier.deidentify(second).session
+    c = deidentifier.deidentify(other).session
+    [token] = TOKEN.findall(a.turns[0].text)
+    assert token.startswith("<EMAIL_ADDRESS_")
+    assert a.turns[1].tool_calls[0].arguments == {"customer_email": token}
+    assert a.turns[1].tool_calls[0].result == {"contact": {"email": token}}
+    assert TOKEN.findall(b.turns[0].text) == [token]
+    assert TOKEN.findall(c.turns[0].text) != [token]
+    assert a.conversation_key != b.conversation_key
+    assert a.user_id == b.user_id
+
+
+def test_phone_formats_of_one_number_share_a_token(deidentifier):
+    texts = [
+        "Call me on (415) 867-5309.",
+        "Call me on +1 415 867 5309.",
+        "Call me on 415-867-5309.",
+    ]
+    sessions = [deidentifier.deidentify(_session(_user(0, t))).session for t in texts]
+    tokens = {TOKEN.findall(s.turns[0].text)[0] for s in sessions}
+    assert len(tokens) == 1 and next(iter(tokens)).startswith("<PHONE_NUMBER_")
+
+
+def test_tokens_depend_on_the_secret(deidentifier):
+    session = _session(_user(0, "my email is olga.schmidt@example.org"))
+    other = build_deidentifier(DeidConfig(), b"another-secret-0123456789")
+    assert (
+        deidentifier.deidentify(session).session.turns[0].text
+        != other.deidentify(session).session.turns[0].text
+    )
+
+
+def test_json_numbers_keys_and_nested_lists_are_analysed(deidentifier):
+    card = "4111111111111111"
+    session = _session(
+        _tool(0, {"card": int(card), "olga.schmidt@example.org": [["ok", {"ip": "8.8.4.4"}]]})
+    )
+    dumped = deidentifier.deidentify(session).session.model_dump_json()
+    for raw in (card, "olga.schmidt@example.org", "8.8.4.4"):
+        assert raw not in dumped
+    assert '"ok"' in dumped
+
+
+def test_repeated_texts_come_from_the_cache(corpus):
+    fresh = build_deidentifier(DeidConfig(), SECRET)
+    first = fresh.deidentify(corpus[0].session)
+    again = fresh.deidentify(corpus[0].session)
+    assert first.stats.analysed > 0
+    assert again.stats.analysed == 0 and again.stats.cache_hits == first.stats.analysed
+    assert again.session == first.session
+
+
+def test_cache_is_bounded_and_holds_no_text(corpus):
+    fresh = build_deidentifier(DeidConfig(cache_size=3), SECRET)
+    for labelled in corpus[:4]:
+        fresh.deidentify(labelled.session)
+    cache = fresh.analyzer.cache
+    assert len(cache) == 3
+    assert all(isinstance(key, bytes) and len(key) == 32 for key in cache._entries)
+
+
+def test_spacy_vocabulary_does_not_grow_with_traffic(deidentifier):
+    nlp = deidentifier.analyzer.engine.nlp_engine.get_nlp("en")
+    generator = CorpusGenerator(seed=99)
+
+    def novel_session(n: int):
+        words = " ".join(f"zq{generator.rng.randrange(10**9)}x" for _ in range(20))
+        return _session(_user(0, f"{words} {n}"))
+
+    deidentifier.deidentify(novel_session(0))
+    before = len(nlp.vocab.strings)
+    for n in range(1, 30):
+        deidentifier.deidentify(novel_session(n))
+    assert len(nlp.vocab.strings) == before
+
+
+def test_allow_deny_lists_and_custom_patterns():
+    config = DeidConfig(
+        allow_list=["Acme"],
+        deny_list=["Project Falcon"],
+        patterns=[
+            {"entity": "TICKET_ID", "regex": r"\bTK-\d{5}\b", "score": 0.1, "context": ["ticket"]}
+        ],
+    )
+    engine = build_deidentifier(config, SECRET)
+    text = "Ticket TK-12345 about Project Falcon at Acme Corp. Unrelated TK-54321 code."
+    out = engine.deidentify(_session(_user(0, text))).session.turns[0].text
+    assert "TK-12345" not in out and "<TICKET_ID_" in out
+    assert "Project Falcon" not in out and "<DENY_LIST_" in out
+    assert "Acme Corp" in out
+    # Without its context word, the low-score pattern stays under the threshold.
+    assert "TK-54321" in out
+
+
+# --- fail closed -------------------------------------------------------------------------------
+
+
+class ExplodingRecognizer(EntityRecognizer):
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        super().__init__(supported_entities=["PERSON"], name="exploding")
+
+    def load(self) -> None:
+        pass
+
+    def analyze(self, text, entities, nlp_artifacts=None) -> list[RecognizerResult]:
+        if self.delay:
+            time.sleep(self.delay)
+            return []
+        raise ValueError(f"cannot parse {text!r}")
+
+
+def _sink_with(recognizer: EntityRecognizer | None, **config) -> tuple[DeidentifyingSink, ...]:
+    registry = CollectorRegistry()
+    settings = DeidConfig(**config)
+    engine = build_deidentifier(settings, SECRET)
+    if recognizer is not None:
+        engine.analyzer.engine.registry.add_recognizer(recognizer)
+    downstream = CapturingSink()
+    sink = DeidentifyingSink(engine, downstream, DeidMetrics(registry, settings.all_entities()))
+    return sink, downstream, registry
+
+
+def _quarantined(registry: CollectorRegistry, reason: str) -> float:
+    value = registry.get_sample_value(
+        "turnwatch_deid_sessions_quarantined_total", {"reason": reason}
+    )
+    return value or 0.0
+
+
+SECRET_TEXT = "my name is will may, card 4111 1111 1111 1111"
+
+
+async def test_a_recognizer_that_raises_quarantines_the_session(caplog):
+    caplog.set_level(logging.DEBUG)
+    sink, downstream, registry = _sink_with(ExplodingRecognizer())
+    await sink.deliver(_session(_user(0, SECRET_TEXT)))
+    assert downstream.sessions == []
+    assert _quarantined(registry, "analyzer_error") == 1
+    assert "quarantined" in caplog.text
+    for raw in ("will may", "4111"):
+        assert raw not in caplog.text
+        assert raw not in generate_latest(registry).decode()
+
+
+async def test_time_limit_quarantines_the_session():
+    sink, downstream, registry = _sink_with(
+        ExplodingRecognizer(delay=0.3), session_time_limit_seconds=0.1
+    )
+    session = _session(_user(0, "first text"), _user(1, "second text"), _user(2, "third"))
+    await sink.deliver(session)
+    assert downstream.sessions == []
+    assert _quarantined(registry, "time_limit") == 1
+
+
+async def test_a_stuck_analyzer_is_abandoned_at_the_time_limit(monkeypatch):
+    sink, downstream, registry = _sink_with(None, session_time_limit_seconds=0.05)
+    monkeypatch.setattr("collector.deid.sink.DEADLINE_GRACE_SECONDS", 0.0)
+    sink._timeout = 0.05
+    monkeypatch.setattr(sink.deidentifier, "deidentify", lambda session: time.sleep(0.5))
+    started = time.monotonic()
+    await sink.deliver(_session(_user(0, "hello")))
+    assert time.monotonic() - started < 0.4
+    assert downstream.sessions == [] and _quarantined(registry, "time_limit") == 1
+    sink.close()
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        _user(0, "bad \ud800 surrogate from jane@example.com"),
+        _user(0, "x" * 300_000),
+        _tool(0, {"set": {1, 2}}),
+        _tool(0, {b"bytes": "key"}),
+        _tool(0, {"deep": eval("[" * 60 + "]" * 60)}),
+    ],
+    ids=["lone_surrogate", "too_long", "not_json", "non_string_key", "too_deep"],
+)
+async def test_garbage_input_is_quarantined_as_invalid(turn):
+    sink, downstream, registry = _sink_with(None)
+    session = Session.model_construct(**{**_session().__dict__, "turns": [turn]})
+    await sink.deliver(session)
+    assert downstream.sessions == []
+    assert _quarantined(registry, "invalid_input") == 1
+
+
+def test_deidentifier_raises_quarantined_not_the_analyzer_error(deidentifier, monkeypatch):
+    def boom(*args, **kwargs):
+        raise RuntimeError("text: will may")
+
+    monkeypatch.setattr(deidentifier.analyzer.engine, "analyze", boom)
+    with pytest.raises(Quarantined) as info:
+        deidentifier.deidentify(_session(_user(0, "a brand new text for will may")))
+    assert info.value.reason == "analyzer_error"
+    assert "will may" not in str(info.value) and info.value.__cause__ is None
+
+
+async def test_metrics_count_entities_and_sessions_without_values(corpus):
+    sink, downstream, registry = _sink_with(None)
+    for labelled in corpus[:6]:
+        await sink.deliver(labelled.session)
+    assert len(downstream.sessions) == 6
+    assert registry.get_sample_value("turnwatch_deid_sessions_total") == 6
+    assert registry.get_sample_value("turnwatch_deid_entities_total", {"entity": "PERSON"}) > 0
+    assert registry.get_sample_value("turnwatch_deid_duration_seconds_count") == 6
+    exposition = generate_latest(registry).decode()
+    for labelled in corpus[:6]:
+        for pii in labelled.pii:
+            assert pii.value not in exposition
+
+
+async def test_deidentification_runs_off_the_event_loop(corpus):
+    sink, downstream, _ = _sink_with(ExplodingRecognizer(delay=0.2))
+    ticks = 0
+
+    async def ticker():
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    task = asyncio.create_task(ticker())
+    await sink.deliver(_session(_user(0, "one fresh text")))
+    task.cancel()
+    assert ticks >= 10
+    assert len(downstream.sessions) == 1
+
+
+# --- secret and quarantine ---------------------------------------------------------------------
+
+
+def test_production_refuses_to_start_without_a_secret(tmp_path):
+    with pytest.raises(SecretError, match=r"deid\.secret"):
+        load_secret(DeidConfig(), "production", tmp_path)
+    with pytest.raises(SecretError, match=r"deid\.secret_file"):
+        load_secret(DeidConfig(secret_file=tmp_path / "missing"), "production", tmp_path)
+    with pytest.raises(ValueError, match="16 bytes"):
+        DeidConfig(secret="short")
+    assert load_secret(DeidConfig(secret="s" * 16), "production", tmp_path) == b"s" * 16
+
+
+def test_embedded_mode_generates_and_keeps_a_secret(tmp_path):
+    first = load_secret(DeidConfig(), "embedded", tmp_path)
+    second = load_secret(DeidConfig(), "embedded", tmp_path)
+    assert first == second and len(first) >= 32
+    assert os.stat(tmp_path / "deid.secret").st_mode & 0o777 == 0o600
+
+
+async def test_local_quarantine_is_encrypted_and_bounded(tmp_path):
+    registry = CollectorRegistry()
+    config = DeidConfig(quarantine={"enabled": True, "max_files": 1}, secret="q" * 20)
+    downstream = CapturingSink()
+    sink = build_deidentifying_sink(config, "production", tmp_path, registry, downstream)
+    sink.deidentifier.analyzer.engine.registry.add_recognizer(ExplodingRecognizer())
+    await sink.deliver(_session(_user(0, SECRET_TEXT), conversation_key="c1"))
+    await sink.deliver(_session(_user(0, SECRET_TEXT + "!"), conversation_key="c2"))
+    [stored] = list((tmp_path / "quarantine").iterdir())
+    assert b"will may" not in stored.read_bytes()
+    assert sink.quarantine.read(stored).turns[0].text == SECRET_TEXT
+    sample = registry.get_sample_value
+    assert sample("turnwatch_deid_quarantine_stored_total", {"outcome": "stored"}) == 1
+    assert sample("turnwatch_deid_quarantine_stored_total", {"outcome": "dropped"}) == 1
+    assert isinstance(sink.quarantine, QuarantineStore)
+
+
+# --- offline -----------------------------------------------------------------------------------
+
+
+def test_deidentifying_a_corpus_opens_no_outbound_socket(monkeypatch, corpus):
+    attempts: list[object] = []
+    real_connect = socket.socket.connect
+    real_getaddrinfo = socket.getaddrinfo
+
+    def loopback(host: object) -> bool:
+        return isinstance(host, str) and (host in ("localhost", "::1") or host.startswith("127."))
+
+    def guarded_connect(self, address):
+        host = address[0] if isinstance(address, tuple) else address
+        if self.family in (socket.AF_INET, socket.AF_INET6) and not loopback(host):
+            attempts.append(host)
+            raise OSError("outbound connection blocked by test")
+        return real_connect(self, address)
+
+    def guarded_getaddrinfo(host, *args, **kwargs):
+        if not loopback(host):
+            attempts.append(host)
+            raise socket.gaierror("name resolution blocked by test")
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", guarded_connect)
+    monkeypatch.setattr(socket, "getaddrinfo", guarded_getaddrinfo)
+    # Built inside the block: loading the model and the recognizers must not reach out either.
+    engine = build_deidentifier(DeidConfig(), SECRET)
+    for labelled in corpus[:20]:
+        dumped = engine.deidentify(labelled.session).session.model_dump_json()
+        assert not [p for p in labelled.pii if p.value in dumped]
+    assert attempts == []

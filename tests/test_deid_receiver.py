@@ -1,0 +1,74 @@
+"""PII sent by a real OTel SDK chatbot through the real receiver never leaves de-identified."""
+
+from __future__ import annotations
+
+import logging
+
+import httpx
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+from tests.conftest import CapturingSink, make_settings
+from tests.otel_chatbot import Exchange, provider_with, run_conversation
+from turnwatch.serve import BackgroundService
+
+EMAIL = "maria.garcia41@example.com"
+PHONE = "(415) 867-5309"
+CARD = "4111-1111-1111-1111"
+IBAN = "GB82 WEST 1234 5698 7654 32"
+ADDRESS = "221 Baker Street"
+NAME = "rose hill"
+USER_ID = "maria.garcia41@example.com"
+
+PII_EXCHANGES = [
+    Exchange(
+        user=f"Hi, my name is {NAME}. My email is {EMAIL}, where is my order?",
+        answer=f"Thanks {NAME}, I found the order for {EMAIL}.",
+        tool="lookup_customer",
+        tool_arguments={"customer_email": EMAIL},
+        tool_result={"name": NAME, "phone": PHONE, "address": ADDRESS},
+    ),
+    Exchange(
+        user=f"Please charge card {CARD} and refund to IBAN {IBAN}.",
+        answer="Done. Is there anything else I can help you with?",
+        tool="charge",
+        tool_arguments={"card": CARD, "iban": IBAN},
+        tool_result={"ok": True, "note": f"charged card {CARD}"},
+    ),
+]
+RAW_VALUES = [EMAIL, PHONE, CARD, IBAN, ADDRESS, NAME, "867-5309", "4111", "WEST 1234"]
+
+
+def test_pii_through_the_receiver_is_deidentified_everywhere(tmp_path, caplog):
+    caplog.set_level(logging.DEBUG)
+    captured = CapturingSink()
+    background = BackgroundService(make_settings(data_dir=str(tmp_path)), captured)
+    service = background.start()
+    try:
+        exporter = OTLPSpanExporter(
+            endpoint=f"http://127.0.0.1:{service.ports.otlp_http}/v1/traces"
+        )
+        provider = provider_with(BatchSpanProcessor(exporter))
+        run_conversation(provider, "conv-pii-1", PII_EXCHANGES, user_id=USER_ID)
+        provider.shutdown()
+
+        [session] = captured.wait_for(1, timeout=30)
+        metrics = httpx.get(f"http://127.0.0.1:{service.ports.ops}/metrics").text
+    finally:
+        background.stop()
+
+    assert session.deidentified
+    delivered = session.model_dump_json()
+    for raw in [*RAW_VALUES, "conv-pii-1"]:
+        assert raw not in delivered
+        assert raw not in caplog.text
+        assert raw not in metrics
+    assert session.user_id.startswith("<USER_ID_")
+    # Referential integrity: the address in the tool arguments is the token in the text.
+    lookup = session.turns[1].tool_calls[0]
+    email_token = lookup.arguments["customer_email"]
+    assert email_token.startswith("<EMAIL_ADDRESS_")
+    assert email_token in session.turns[0].text and email_token in session.turns[2].text
+    assert lookup.result["name"] in session.turns[0].text
+    assert "turnwatch_deid_sessions_total 1.0" in metrics
+    assert 'turnwatch_deid_entities_total{entity="CREDIT_CARD"}' in metrics
