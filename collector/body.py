@@ -24,16 +24,22 @@ class UnsupportedEncoding(Exception):
 
 
 def _inflate(data: bytes, wbits: int, limit: int) -> bytes:
-    inflater = zlib.decompressobj(wbits)
-    try:
-        output = inflater.decompress(data, limit + 1)
-    except zlib.error as exc:
-        raise Undecodable("body is not validly compressed") from exc
-    if len(output) > limit or inflater.unconsumed_tail:
-        raise BodyTooLarge("decompressed body exceeds the limit")
-    if not inflater.eof:
-        raise Undecodable("compressed body is truncated")
-    return output
+    output = bytearray()
+    while True:
+        inflater = zlib.decompressobj(wbits)
+        try:
+            output += inflater.decompress(data, limit - len(output) + 1)
+        except zlib.error as exc:
+            raise Undecodable("body is not validly compressed") from exc
+        if len(output) > limit or inflater.unconsumed_tail:
+            raise BodyTooLarge("decompressed body exceeds the limit")
+        if not inflater.eof:
+            raise Undecodable("compressed body is truncated")
+        # A gzip body may hold several members (RFC 1952 section 2.2; `cat a.gz b.gz`): inflate
+        # them all under the one limit rather than silently dropping every member after the first.
+        data = inflater.unused_data
+        if not data or wbits != GZIP_WBITS:
+            return bytes(output)
 
 
 def decompress(data: bytes, encoding: str, limit: int) -> bytes:

@@ -1,16 +1,25 @@
 """OTLP/gRPC receiver: TraceService and LogsService on the same asyncio loop as HTTP.
 
 gRPC itself enforces the message size cap (after decompression) and answers RESOURCE_EXHAUSTED.
-Overload is UNAVAILABLE, which OTLP clients retry with backoff; a wrong token is UNAUTHENTICATED.
+Overload is UNAVAILABLE, which OTLP clients retry with backoff; a wrong token is UNAUTHENTICATED;
+a body that is not an OTLP request is INVALID_ARGUMENT.
+
+The services take the raw request bytes and decode them themselves: with the generated handlers,
+grpc decodes before the servicer runs, so garbage came back as UNKNOWN (an internal-error code),
+was never counted, and was parsed before the token was checked.
 """
 
 from __future__ import annotations
 
-import grpc
-from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+from collections.abc import Callable
+from types import ModuleType
 
-from collector.otlp_proto import logs_request_to_views, trace_request_to_views
+import grpc
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+
+from collector.otlp_common import Undecodable
+from collector.otlp_proto import decode_logs, decode_traces
 from collector.receiver import Receiver
 
 TRANSPORT = "grpc"
@@ -26,15 +35,25 @@ async def _admit(receiver: Receiver, context: grpc.aio.ServicerContext, signal: 
         await context.abort(grpc.StatusCode.UNAVAILABLE, "pipeline saturated; retry later")
 
 
-class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
+async def _invalid(receiver: Receiver, context: grpc.aio.ServicerContext, signal: str) -> None:
+    receiver.reject_request(TRANSPORT, signal, "undecodable")
+    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"body is not an OTLP {signal} request")
+
+
+class TraceService:
     def __init__(self, receiver: Receiver) -> None:
         self.receiver = receiver
 
-    async def Export(self, request, context):
+    async def Export(
+        self, request: bytes, context: grpc.aio.ServicerContext
+    ) -> trace_service_pb2.ExportTraceServiceResponse:
         await _admit(self.receiver, context, "traces")
-        outcome = self.receiver.ingest_spans(
-            TRANSPORT, trace_request_to_views(request, self.receiver.limits)
-        )
+        try:
+            views = decode_traces(request, self.receiver.limits)
+        except Undecodable:
+            await _invalid(self.receiver, context, "traces")
+            raise  # unreachable: abort raises
+        outcome = self.receiver.ingest_spans(TRANSPORT, views)
         response = trace_service_pb2.ExportTraceServiceResponse()
         if outcome.rejected:
             response.partial_success.rejected_spans = outcome.rejected
@@ -42,20 +61,38 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
         return response
 
 
-class LogsService(logs_service_pb2_grpc.LogsServiceServicer):
+class LogsService:
     def __init__(self, receiver: Receiver) -> None:
         self.receiver = receiver
 
-    async def Export(self, request, context):
+    async def Export(
+        self, request: bytes, context: grpc.aio.ServicerContext
+    ) -> logs_service_pb2.ExportLogsServiceResponse:
         await _admit(self.receiver, context, "logs")
-        outcome = self.receiver.ingest_logs(
-            TRANSPORT, logs_request_to_views(request, self.receiver.limits)
-        )
+        try:
+            views = decode_logs(request, self.receiver.limits)
+        except Undecodable:
+            await _invalid(self.receiver, context, "logs")
+            raise  # unreachable: abort raises
+        outcome = self.receiver.ingest_logs(TRANSPORT, views)
         response = logs_service_pb2.ExportLogsServiceResponse()
         if outcome.rejected:
             response.partial_success.rejected_log_records = outcome.rejected
             response.partial_success.error_message = outcome.message
         return response
+
+
+def _raw_export_handler(
+    module: ModuleType, service: str, export: Callable
+) -> grpc.GenericRpcHandler:
+    """The generated service's `Export` method, but handed the undecoded request bytes."""
+    full_name = module.DESCRIPTOR.services_by_name[service].full_name
+    handler = grpc.unary_unary_rpc_method_handler(
+        export,
+        request_deserializer=None,  # raw bytes: decoded (and refused) inside the servicer
+        response_serializer=lambda response: response.SerializeToString(),
+    )
+    return grpc.method_handlers_generic_handler(full_name, {"Export": handler})
 
 
 def create_grpc_server(receiver: Receiver, host: str, port: int) -> tuple[grpc.aio.Server, int]:
@@ -67,8 +104,12 @@ def create_grpc_server(receiver: Receiver, host: str, port: int) -> tuple[grpc.a
             ("grpc.max_send_message_length", 4 * 1024 * 1024),
         ]
     )
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(TraceService(receiver), server)
-    logs_service_pb2_grpc.add_LogsServiceServicer_to_server(LogsService(receiver), server)
+    server.add_generic_rpc_handlers(
+        (
+            _raw_export_handler(trace_service_pb2, "TraceService", TraceService(receiver).Export),
+            _raw_export_handler(logs_service_pb2, "LogsService", LogsService(receiver).Export),
+        )
+    )
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise OSError(f"cannot bind OTLP/gRPC to {host}:{port}")

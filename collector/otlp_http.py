@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import orjson
 from fastapi import FastAPI, Request, Response
+from google.rpc import code_pb2
 from google.rpc.status_pb2 import Status
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsPartialSuccess,
@@ -64,11 +65,24 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+# google.rpc.Status.code is a google.rpc.Code (the gRPC code set), not an HTTP status; the
+# OpenTelemetry Collector maps HTTP statuses the same way.
+RPC_CODES = {
+    400: code_pb2.INVALID_ARGUMENT,
+    401: code_pb2.UNAUTHENTICATED,
+    413: code_pb2.RESOURCE_EXHAUSTED,
+    415: code_pb2.INVALID_ARGUMENT,
+    429: code_pb2.RESOURCE_EXHAUSTED,
+    503: code_pb2.UNAVAILABLE,
+}
+
+
 def _error_response(media_type: str, refusal: _Refusal) -> Response:
+    code = RPC_CODES.get(refusal.status, code_pb2.UNKNOWN)
     if media_type == JSON:
-        body = orjson.dumps({"code": refusal.status, "message": refusal.message})
+        body = orjson.dumps({"code": code, "message": refusal.message})
         return Response(body, refusal.status, refusal.headers, media_type=JSON)
-    body = Status(code=refusal.status, message=refusal.message).SerializeToString()
+    body = Status(code=code, message=refusal.message).SerializeToString()
     return Response(body, refusal.status, refusal.headers, media_type=PROTOBUF)
 
 

@@ -45,21 +45,37 @@ def _object(value: Any) -> dict[str, Any]:
     return value
 
 
-def _int(value: Any) -> int:
+INT32 = (-(2**31), 2**31 - 1)
+UINT32 = (0, 2**32 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+UINT64 = (0, 2**64 - 1)
+
+
+def _int(value: Any, bounds: tuple[int, int] = INT64) -> int:
+    """An OTLP integer field; JSON carries any magnitude, so enforce the proto field's range.
+
+    Unbounded values are not harmless: a 30-digit `startTimeUnixNano` later overflows datetime
+    when the session closes, inside the sweeper task, far from the request that carried it.
+    """
     if value is None:
         return 0
     if isinstance(value, bool):
         raise ItemRejected("malformed")
     if isinstance(value, int):
-        return value
-    if isinstance(value, str):
+        number = value
+    elif isinstance(value, str):
         try:
-            return int(value)
+            number = int(value)
         except ValueError:
             raise ItemRejected("malformed") from None
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    raise ItemRejected("malformed")
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    else:
+        raise ItemRejected("malformed")
+    low, high = bounds
+    if not low <= number <= high:
+        raise ItemRejected("malformed")
+    return number
 
 
 def _hex_id(value: Any, length: int, *, required: bool) -> str:
@@ -164,7 +180,7 @@ def _span(span: Any, resource: dict[str, Any], scope: str, limits: DecodeLimits)
         events.append(
             SpanEvent(
                 name=str(event.get("name") or ""),
-                time_ns=_int(_field(event, "timeUnixNano", "time_unix_nano")),
+                time_ns=_int(_field(event, "timeUnixNano", "time_unix_nano"), UINT64),
                 attributes=_attributes(_list(event, "attributes", "attributes"), limits),
             )
         )
@@ -176,15 +192,17 @@ def _span(span: Any, resource: dict[str, Any], scope: str, limits: DecodeLimits)
         span_id=_hex_id(_field(span, "spanId", "span_id"), 16, required=True),
         parent_span_id=_hex_id(_field(span, "parentSpanId", "parent_span_id"), 16, required=False),
         name=name,
-        kind=_int(span.get("kind")),
-        start_ns=_int(_field(span, "startTimeUnixNano", "start_time_unix_nano")),
-        end_ns=_int(_field(span, "endTimeUnixNano", "end_time_unix_nano")),
+        kind=_int(span.get("kind"), INT32),
+        start_ns=_int(_field(span, "startTimeUnixNano", "start_time_unix_nano"), UINT64),
+        end_ns=_int(_field(span, "endTimeUnixNano", "end_time_unix_nano"), UINT64),
         attributes=_attributes(_list(span, "attributes", "attributes"), limits),
         events=events,
-        status_code=_int(status.get("code")),
+        status_code=_int(status.get("code"), INT32),
         resource=resource,
         scope_name=scope,
-        dropped_attributes=_int(_field(span, "droppedAttributesCount", "dropped_attributes_count")),
+        dropped_attributes=_int(
+            _field(span, "droppedAttributesCount", "dropped_attributes_count"), UINT32
+        ),
     )
 
 
@@ -219,8 +237,8 @@ def _log(record: Any, resource: dict[str, Any], scope: str, limits: DecodeLimits
     event_name = _field(record, "eventName", "event_name", "")
     if not isinstance(event_name, str):
         raise ItemRejected("malformed")
-    time_ns = _int(_field(record, "timeUnixNano", "time_unix_nano")) or _int(
-        _field(record, "observedTimeUnixNano", "observed_time_unix_nano")
+    time_ns = _int(_field(record, "timeUnixNano", "time_unix_nano"), UINT64) or _int(
+        _field(record, "observedTimeUnixNano", "observed_time_unix_nano"), UINT64
     )
     return LogView(
         time_ns=time_ns,
@@ -232,7 +250,7 @@ def _log(record: Any, resource: dict[str, Any], scope: str, limits: DecodeLimits
         resource=resource,
         scope_name=scope,
         dropped_attributes=_int(
-            _field(record, "droppedAttributesCount", "dropped_attributes_count")
+            _field(record, "droppedAttributesCount", "dropped_attributes_count"), UINT32
         ),
     )
 

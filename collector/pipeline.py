@@ -93,7 +93,7 @@ class CollectorPipeline:
         self.queue: asyncio.Queue[PendingSession] = asyncio.Queue(
             maxsize=settings.handoff.queue_size
         )
-        self._watermark = int(settings.handoff.queue_size * settings.handoff.high_watermark)
+        self._watermark = max(1, int(settings.handoff.queue_size * settings.handoff.high_watermark))
         self._event_sequence = 0
 
     def overloaded(self) -> bool:
@@ -262,7 +262,11 @@ class CollectorPipeline:
         interval = self.settings.sessions.sweep_interval_seconds
         while True:
             await asyncio.sleep(interval)
-            self.sweep()
+            try:
+                self.sweep()
+            except Exception:
+                # Sessions must keep closing even if one of them trips a bug.
+                log.exception("idle sweep failed", extra={"reason": "sweep_error"})
 
     async def run_handoff(self) -> None:
         while True:

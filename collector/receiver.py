@@ -27,13 +27,16 @@ class Receiver:
         self.metrics = metrics
         self.limits = DecodeLimits(max_attribute_bytes=config.max_attribute_bytes)
         token = config.auth_token.get_secret_value() if config.auth_token else None
-        self._expected = f"Bearer {token}".encode() if token else None
+        self._expected = token.encode() if token else None
 
     def authorized(self, authorization: str | None) -> bool:
         if self._expected is None:
             return True
-        presented = (authorization or "").encode("utf-8", "replace")
-        return hmac.compare_digest(presented, self._expected)
+        # The auth scheme is case-insensitive (RFC 9110 section 11.1): "bearer x" is valid.
+        scheme, _, credentials = (authorization or "").strip().partition(" ")
+        presented = credentials.strip().encode("utf-8", "replace")
+        token_ok = hmac.compare_digest(presented, self._expected)  # constant time, always run
+        return scheme.lower() == "bearer" and token_ok
 
     def overloaded(self) -> bool:
         return self.pipeline.overloaded()

@@ -131,11 +131,41 @@ def _hex_ids(node: Any) -> Any:
 
 def otlp_json(message: Message) -> bytes:
     """OTLP/JSON as the JavaScript exporter sends it: camelCase, hex ids, int64 as strings."""
-    return json.dumps(_hex_ids(json_format.MessageToDict(message))).encode()
+    return json.dumps(
+        _hex_ids(json_format.MessageToDict(message, use_integers_for_enums=True))
+    ).encode()
 
 
 def encode(message: Message, media_type: str) -> bytes:
     return message.SerializeToString() if media_type == PROTOBUF else otlp_json(message)
+
+
+def _varint(number: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, number = number & 0x7F, number >> 7
+        out.append(byte | (0x80 if number else 0))
+        if not number:
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field (wire type 2)."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def deep_attribute_request(span: Span, depth: int) -> bytes:
+    """A trace request whose span carries an attribute nested `depth` arrays deep.
+
+    Built byte by byte: upb refuses to build (or copy) messages nested past 100 levels, which is
+    exactly what hostile clients send.
+    """
+    value = _field(1, b"leaf")  # AnyValue.string_value
+    for _ in range(depth):
+        value = _field(5, _field(1, value))  # AnyValue.array_value -> ArrayValue.values
+    attribute = _field(1, b"deep") + _field(2, value)  # KeyValue{key, value}
+    span_bytes = span.SerializeToString() + _field(9, attribute)  # Span.attributes (repeated)
+    return _field(1, _field(2, _field(2, span_bytes)))  # resource_spans/scope_spans/spans
 
 
 def metric_value(ops_url: str, name: str, **labels: str) -> float:

@@ -37,6 +37,7 @@ from tests.otlp_requests import (
     PROTOBUF,
     any_value,
     chat_span,
+    deep_attribute_request,
     encode,
     key_values,
     logs_request,
@@ -156,7 +157,7 @@ def test_partial_success_rejects_bad_spans_and_keeps_the_good_ones(server, media
         chat_span(bad, 1, trace_id=b"\x01" * 8),  # 8-byte trace id
         chat_span(bad, 2, span_id=b""),  # no span id
         chat_span(bad, 3, extra={"gen_ai.input.messages": "x" * (ATTRIBUTE_CAP + 1)}),
-        chat_span(bad, 4, extra={"app.payload": _nested(40)}),
+        chat_span(bad, 4, extra={"app.payload": _nested(20)}),
         chat_span(good, 5),
     ]
     before = {
@@ -237,6 +238,7 @@ def test_garbage_protobuf_is_400(server, body, signal):
     assert response.headers["content-type"] == PROTOBUF
     status = status_of(response)
     assert status.message
+    assert status.code == grpc.StatusCode.INVALID_ARGUMENT.value[0]  # a google.rpc.Code
     assert rejected(server, "undecodable") == before + 1
 
 
@@ -290,6 +292,17 @@ def test_compressed_bodies_are_accepted_and_ingested(server, encoding, compress,
     assert response.status_code == 200, response.content
     session = wait_for_key(server.sink, key)
     assert [turn.text for turn in session.turns] == ["question 0", "answer 0"]
+
+
+def test_multi_member_gzip_is_inflated_whole(server):
+    """`cat a.gz b.gz` is one valid gzip body; protobuf concatenation merges both requests."""
+    first, second = conversation(), conversation()
+    body = gzip.compress(valid_body(first)) + gzip.compress(valid_body(second))
+    assert post(server, body, content_encoding="gzip").status_code == 200
+    assert wait_for_key(server.sink, first).turns
+    assert wait_for_key(server.sink, second).turns
+    trailing = gzip.compress(valid_body(conversation())) + b"trailing junk"
+    assert post(server, trailing, content_encoding="gzip").status_code == 400
 
 
 # --- 413 ---------------------------------------------------------------------------------------
@@ -361,6 +374,7 @@ def test_decompression_bomb_is_413_without_inflating_it(server, encoding):
 
     assert response.status_code == 413
     assert "decompress" in status_of(response).message
+    assert status_of(response).code == grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]
     grown_mib = (_rss_kib() - rss_before) / 1024
     assert grown_mib < 50, f"RSS grew by {grown_mib:.0f} MiB on a 200 MiB bomb"
     if peak_measurable:
@@ -423,7 +437,7 @@ def test_bearer_token_is_required_and_never_echoed_or_logged(authed, caplog):
     for response in responses:
         assert response.status_code == 401
         assert response.headers["www-authenticate"].lower().startswith("bearer")
-        assert status_of(response).message
+        assert status_of(response).code == grpc.StatusCode.UNAUTHENTICATED.value[0]
     assert rejected(authed, "unauthorized") == before + len(responses)
 
     key = conversation()
@@ -470,8 +484,7 @@ HOSTILE_JSON = [
 
 
 def _deep_proto(depth: int) -> bytes:
-    request = trace_request([chat_span(conversation(), extra={"deep": _nested(depth)})])
-    return request.SerializeToString()
+    return deep_attribute_request(chat_span(conversation()), depth)
 
 
 @pytest.mark.parametrize("index", range(len(HOSTILE_JSON)))
@@ -515,7 +528,7 @@ def saturated() -> Iterator[Running]:
     """A server whose handoff queue (size 1) is full: one session stuck in delivery, one queued."""
     settings = make_settings(**{"handoff.queue_size": 1, "handoff.high_watermark": 1.0})
     sink = BlockingSink()
-    background = BackgroundService(settings, sink)
+    background = BackgroundService(settings, sink, deidentify=False)  # raw keys, as conftest
     running = Running(background, background.start(), sink)
     try:
         assert httpx.get(f"{running.ops_url}/readyz").status_code == 200
@@ -539,7 +552,7 @@ def test_overload_is_503_with_a_short_retry_after_then_recovers(saturated):
         assert response.status_code == 503
         assert response.headers["content-type"] == media_type
         assert 1 <= int(response.headers["retry-after"]) <= 5
-        assert status_of(response).message
+        assert status_of(response).code == grpc.StatusCode.UNAVAILABLE.value[0]
     response = post(saturated, b"", PROTOBUF, "logs")
     assert response.status_code == 503
     assert rejected(saturated, "overloaded") == before + 3
@@ -646,3 +659,30 @@ def test_otlp_json_helper_matches_the_protobuf_request():
     assert span["traceId"] == request.resource_spans[0].scope_spans[0].spans[0].trace_id.hex()
     assert isinstance(span["startTimeUnixNano"], str)
     assert ExportTraceServiceRequest.FromString(encode(request, PROTOBUF)) == request
+
+
+@pytest.mark.parametrize(
+    "body", [*GARBAGE_PROTOBUF, b"" + deep_attribute_request(chat_span("d"), 500)]
+)
+def test_grpc_garbage_is_invalid_argument_and_counted(server, body):
+    before = rejected(server, "undecodable", "grpc")
+    with grpc.insecure_channel(server.grpc_endpoint) as channel:
+        for method in (
+            "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+            "/opentelemetry.proto.collector.logs.v1.LogsService/Export",
+        ):
+            raw = channel.unary_unary(method)  # no serializers: the bytes go out as they are
+            with pytest.raises(grpc.RpcError) as caught:
+                raw(body, timeout=10)
+            assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert rejected(server, "undecodable", "grpc") == before + 2
+    with trace_stub(server) as stub:
+        assert not stub.Export(trace_request([]), timeout=10).HasField("partial_success")
+
+
+def test_grpc_token_is_checked_before_the_body_is_decoded(authed):
+    with grpc.insecure_channel(authed.grpc_endpoint) as channel:
+        raw = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export")
+        with pytest.raises(grpc.RpcError) as caught:
+            raw(GARBAGE_PROTOBUF[0], timeout=10)
+    assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED

@@ -177,6 +177,6 @@ def first_int(attributes: dict[str, Any], *keys: str) -> int | None:
         value = attributes.get(key)
         if isinstance(value, int) and not isinstance(value, bool):
             return value
-        if isinstance(value, str) and value.isdigit():
+        if isinstance(value, str) and value.isascii() and value.isdecimal():
             return int(value)
     return None

@@ -16,7 +16,7 @@ def indexed(attributes: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
         if not key.startswith(head):
             continue
         index_text, _, rest = key[len(head) :].partition(".")
-        if not index_text.isdigit() or not rest:
+        if not (index_text.isascii() and index_text.isdecimal()) or not rest:
             continue
         groups.setdefault(int(index_text), {})[rest] = value
     return [groups[index] for index in sorted(groups)]

@@ -193,6 +193,8 @@ class GenAISpanDecoder(SpanDecoder):
     def decode(self, span: SpanView) -> Observation | None:
         attributes = span.attributes
         operation = attributes.get("gen_ai.operation.name")
+        if not isinstance(operation, str):
+            operation = None
         if operation == "execute_tool" or (operation is None and "gen_ai.tool.name" in attributes):
             arguments = maybe_json(attributes.get("gen_ai.tool.call.arguments"))
             result = maybe_json(attributes.get("gen_ai.tool.call.result"))
