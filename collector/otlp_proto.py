@@ -16,7 +16,6 @@ from collector.otlp_common import (
     DecodeResult,
     ItemRejected,
     Undecodable,
-    check_id,
 )
 from collector.records import LogView, SpanEvent, SpanView
 
@@ -48,7 +47,32 @@ def _any_value(value: AnyValue, limits: DecodeLimits, depth: int) -> Any:
 
 
 def _attributes(pairs: Any, limits: DecodeLimits) -> dict[str, Any]:
-    return {kv.key: _any_value(kv.value, limits, 0) for kv in pairs}
+    # String values are most attributes and all message content: take them without a call.
+    attributes: dict[str, Any] = {}
+    limit = limits.max_attribute_bytes
+    for kv in pairs:
+        value = kv.value
+        if value.WhichOneof("value") == "string_value":
+            text = value.string_value
+            if len(text) > limit:
+                raise ItemRejected("attribute_too_large")
+            attributes[kv.key] = text
+        else:
+            attributes[kv.key] = _any_value(value, limits, 0)
+    return attributes
+
+
+def _id(raw: bytes, length: int, *, required: bool) -> str:
+    """A binary trace or span id as lower-case hex; an all-zero id counts as absent."""
+    if len(raw) != length:
+        if raw or required:
+            raise ItemRejected("invalid_id" if raw else "missing_id")
+        return ""
+    if raw.count(0) == length:
+        if required:
+            raise ItemRejected("invalid_id")
+        return ""
+    return raw.hex()
 
 
 def _resource_attributes(pairs: list[KeyValue], limits: DecodeLimits) -> dict[str, Any]:
@@ -79,9 +103,9 @@ def trace_request_to_views(
                 try:
                     result.items.append(
                         SpanView(
-                            trace_id=check_id(span.trace_id.hex(), 32, required=True),
-                            span_id=check_id(span.span_id.hex(), 16, required=True),
-                            parent_span_id=check_id(span.parent_span_id.hex(), 16, required=False),
+                            trace_id=_id(span.trace_id, 16, required=True),
+                            span_id=_id(span.span_id, 8, required=True),
+                            parent_span_id=_id(span.parent_span_id, 8, required=False),
                             name=span.name,
                             kind=span.kind,
                             start_ns=span.start_time_unix_nano,
@@ -94,7 +118,9 @@ def trace_request_to_views(
                                     attributes=_attributes(event.attributes, limits),
                                 )
                                 for event in span.events
-                            ],
+                            ]
+                            if span.events
+                            else [],
                             status_code=span.status.code,
                             resource=resource,
                             scope_name=scope_name,
@@ -128,8 +154,8 @@ def logs_request_to_views(
                     result.items.append(
                         LogView(
                             time_ns=record.time_unix_nano or record.observed_time_unix_nano,
-                            trace_id=check_id(record.trace_id.hex(), 32, required=False),
-                            span_id=check_id(record.span_id.hex(), 16, required=False),
+                            trace_id=_id(record.trace_id, 16, required=False),
+                            span_id=_id(record.span_id, 8, required=False),
                             event_name=record.event_name,
                             body=_any_value(record.body, limits, 0)
                             if record.HasField("body")

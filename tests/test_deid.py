@@ -146,6 +146,16 @@ def test_json_numbers_keys_and_nested_lists_are_analysed(deidentifier):
     assert '"ok"' in dumped
 
 
+def test_identifier_keys_stay_raw_so_contracts_can_read_arguments(deidentifier):
+    arguments = {"order_id": "ORD-123456", "customer_name": "Olga Schmidt", "refund_amount": 12}
+    [turn] = deidentifier.deidentify(_session(_tool(0, arguments))).session.turns
+    deidentified = turn.tool_calls[0].arguments
+    assert set(deidentified) == set(arguments)
+    assert deidentified["refund_amount"] == 12
+    assert deidentified["order_id"].startswith("<ORDER_NUMBER_")
+    assert deidentified["customer_name"].startswith("<PERSON_")
+
+
 def test_repeated_texts_come_from_the_cache(corpus):
     fresh = build_deidentifier(DeidConfig(), SECRET)
     first = fresh.deidentify(corpus[0].session)

@@ -8,12 +8,14 @@ forwarded with a part left unexamined.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from turnwatch.schema import JsonValue, Session
 
 # Integers this long may be phone, card or account numbers sent as JSON numbers.
 MIN_NUMBER_DIGITS = 6
+IDENTIFIER_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]{0,63}")
 
 TextMap = Callable[[str], str]
 # Called instead of TextMap for a JSON string under a key listed in `field_entities`.
@@ -106,7 +108,8 @@ class SessionWalker:
         if isinstance(value, list):
             return [self._json(item, fn, known, depth + 1) for item in value]
         if isinstance(value, dict):
-            # Keys are analysed too: `{"jane@example.com": ...}` happens.
+            # Keys that could hold PII are analysed (`{"jane@example.com": ...}` happens); plain
+            # identifiers such as `order_id` are schema, and NER mistakes them for names.
             return {
                 self._json_key(key, fn): self._field(key, item, fn, known, depth)
                 for key, item in value.items()
@@ -125,4 +128,6 @@ class SessionWalker:
     def _json_key(key: object, fn: TextMap) -> str:
         if not isinstance(key, str):
             raise InvalidInput("not_json")
+        if IDENTIFIER_KEY.fullmatch(key):
+            return key
         return fn(key)

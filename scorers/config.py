@@ -1,0 +1,72 @@
+"""Configuration of the scorer stage (`scorers:` in the YAML file)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import Field, field_validator
+
+from scorers.contract import ENTITY, CheckName
+from turnwatch.section import Section
+
+DEFAULT_DISCLOSURE_ENTITIES = [
+    "PERSON",
+    "EMAIL_ADDRESS",
+    "PHONE_NUMBER",
+    "CREDIT_CARD",
+    "US_SSN",
+    "US_ITIN",
+    "US_PASSPORT",
+    "US_DRIVER_LICENSE",
+    "US_BANK_NUMBER",
+    "IBAN_CODE",
+    "IP_ADDRESS",
+    "UK_NHS",
+    "ORDER_NUMBER",
+    "ACCOUNT_ID",
+    "STREET_ADDRESS",
+]
+
+
+class ModelPrice(Section):
+    input_per_million_usd: float = Field(ge=0)
+    output_per_million_usd: float = Field(ge=0)
+
+
+class ScorerConfig(Section):
+    contracts_dir: Path | None = Field(
+        default=None, description="Directory of contract YAML files, one per service."
+    )
+    checks: list[CheckName] | None = Field(
+        default=None, description="Deterministic checks to run, in order; None = all of them."
+    )
+    prices: dict[str, ModelPrice] = Field(
+        default_factory=dict, description="Per-model prices for the cost budget (USD)."
+    )
+    owner_index_size: int = Field(
+        default=100_000, gt=0, description="Tokens remembered with their owning user (LRU)."
+    )
+    disclosure_entities: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_DISCLOSURE_ENTITIES),
+        description="Token types that identify one person; only these count as disclosures.",
+    )
+    long_horizon_turns: int = Field(default=40, gt=0, description="Sessions this long are sliced.")
+    near_duplicate_similarity: float = Field(default=0.85, gt=0, le=1)
+    near_duplicate_window: int = Field(
+        default=3, gt=0, description="Earlier assistant turns each turn is compared with."
+    )
+    tool_loop_length: int = Field(
+        default=3, ge=2, description="Identical consecutive tool calls that make a loop."
+    )
+    max_clarifications: int = Field(
+        default=3, ge=0, description="Clarifying questions allowed when the contract sets none."
+    )
+
+    @field_validator("disclosure_entities")
+    @classmethod
+    def _entity_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not re.match(ENTITY, name):
+                raise ValueError(f"entity types are upper-case identifiers, got {name!r}")
+        return value

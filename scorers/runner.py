@@ -1,0 +1,162 @@
+"""The scorer runner: one session revision in, one score record out.
+
+`Scorer.score` is a plain callable; `bus_processor` adapts it to the bus's scorer role, which
+awaits `process(session) -> [(topic, key, record)]` and publishes what it returns. Every record
+goes to `turnwatch.scores`; incidents (a critical failure or failed joint success) also go to
+`turnwatch.incidents`. Records are keyed by session id, so a consumer deduplicates a redelivered
+revision on (session_id, revision).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
+
+from scorers.checks import selected
+from scorers.checks.base import CheckSpec, Context, Unscored
+from scorers.checks.budgets import measure
+from scorers.checks.disclosure import OwnerIndex
+from scorers.config import ScorerConfig
+from scorers.contract import DEFAULT_CRITICAL, Contract
+from scorers.registry import ContractRegistry
+from scorers.summary import first_broken_transition, joint_success, slices
+from scorers.transcript import Transcript
+from turnwatch.schema import Session
+from turnwatch.scores import (
+    CheckResult,
+    ContractRef,
+    Finding,
+    Level,
+    ScoreRecord,
+    Severity,
+    Status,
+)
+
+SCORES_TOPIC = "turnwatch.scores"
+INCIDENTS_TOPIC = "turnwatch.incidents"
+
+log = logging.getLogger(__name__)
+
+
+class Published(NamedTuple):
+    """One record for the bus; field names match the bus's `Output`, so either can be used."""
+
+    topic: str
+    key: str
+    record: dict[str, Any]
+
+
+class Scorer:
+    def __init__(self, config: ScorerConfig, registry: ContractRegistry | None = None) -> None:
+        if registry is None:
+            registry = (
+                ContractRegistry.from_directory(config.contracts_dir)
+                if config.contracts_dir is not None
+                else ContractRegistry([])
+            )
+        self.config = config
+        self.registry = registry
+        self.owner_index = OwnerIndex(config.owner_index_size)
+        self.checks = selected(config, self.owner_index)
+
+    def score(self, session: Session) -> ScoreRecord:
+        contract = self.registry.for_service(session.service)
+        ctx = Context(session, Transcript(session), contract, self.config)
+        # Without a contract, disclosure is still critical: it needs no contract to be wrong.
+        critical = set(contract.critical if contract is not None else DEFAULT_CRITICAL)
+        by_level: dict[Level, list[CheckResult]] = {level: [] for level in Level}
+        ordered = []
+        for spec in self.checks:
+            result = self._run(spec, ctx, contract, spec.name in critical)
+            by_level[spec.level].append(result)
+            ordered.append(result)
+        results = {result.check: result for result in ordered}
+        return ScoreRecord(
+            session_id=session.session_id,
+            revision=session.revision,
+            service=session.service,
+            contract=(
+                ContractRef(id=contract.id, version=contract.version)
+                if contract is not None
+                else None
+            ),
+            scored_at=datetime.now(UTC),
+            turn_level=by_level[Level.TURN],
+            trajectory_level=by_level[Level.TRAJECTORY],
+            session_level=by_level[Level.SESSION],
+            critical_failures=[
+                finding
+                for result in ordered
+                for finding in result.findings
+                if finding.severity is Severity.CRITICAL
+            ],
+            joint_success=joint_success(results),
+            first_broken_transition=first_broken_transition(ordered),
+            slices=slices(ctx),
+            budgets=measure(session, self.config.prices),
+        )
+
+    __call__ = score
+
+    def _run(
+        self, spec: CheckSpec, ctx: Context, contract: Contract | None, critical: bool
+    ) -> CheckResult:
+        if spec.needs_contract and contract is None:
+            return _unscored(spec, f"no contract for service {ctx.session.service!r}")
+        try:
+            verdict = spec.run(ctx)
+        except Exception as exc:  # a broken check must not sink the other checks' results
+            log.warning(
+                "check failed",
+                extra={
+                    "check": spec.name,
+                    "session_id": ctx.session.session_id,
+                    "error": type(exc).__name__,
+                },
+            )
+            return _unscored(spec, f"check raised {type(exc).__name__}")
+        if isinstance(verdict, Unscored):
+            return _unscored(spec, verdict.reason)
+        findings = [
+            Finding(
+                check=spec.name,
+                turn_index=draft.turn_index,
+                severity=Severity.CRITICAL if critical else draft.severity,
+                explanation=draft.explanation,
+            )
+            for draft in verdict.drafts
+        ]
+        return CheckResult(
+            check=spec.name,
+            status=Status.FAILED if findings else Status.PASSED,
+            value=verdict.value,
+            findings=findings,
+        )
+
+
+def _unscored(spec: CheckSpec, reason: str) -> CheckResult:
+    return CheckResult(check=spec.name, status=Status.UNSCORED, unscored_reason=reason)
+
+
+def is_incident(record: ScoreRecord) -> bool:
+    return bool(record.critical_failures) or record.joint_success.value is False
+
+
+def bus_processor(scorer: Scorer) -> Callable[[Session], Awaitable[list[Published]]]:
+    """The scorer role's processor: a session in, its score record (and incident) out as JSON.
+
+    Scoring runs inline on the bus's event loop: it is pure CPU work of a few milliseconds per
+    session (see benchmarks/checks.py), and the owner index is not shared across threads.
+    """
+
+    async def process(session: Session) -> list[Published]:
+        record = scorer.score(session)
+        payload = record.model_dump(mode="json")
+        published = [Published(SCORES_TOPIC, record.session_id, payload)]
+        if is_incident(record):
+            published.append(Published(INCIDENTS_TOPIC, record.session_id, payload))
+        return published
+
+    return process

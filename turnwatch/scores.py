@@ -1,0 +1,148 @@
+"""Score records: what the scorers publish for each session revision (topic `turnwatch.scores`).
+
+Turn-level, trajectory-level and session-level results are kept apart, and critical failures are
+listed on their own so that nothing downstream can average them into a quality score. A check
+that could not be evaluated is `unscored` with a reason, never a zero. Explanations are built from
+contract names, counts, turn indexes and de-identification tokens, never from message text.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from turnwatch.schema import JsonValue, WireModel
+
+SCORE_SCHEMA_VERSION = 1
+MAX_EXPLANATION_CHARS = 400
+
+
+class Level(StrEnum):
+    TURN = "turn"
+    TRAJECTORY = "trajectory"
+    SESSION = "session"
+
+
+class Severity(StrEnum):
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+    CRITICAL = "critical"
+
+
+class Status(StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    UNSCORED = "unscored"
+
+
+class Slice(StrEnum):
+    TOOL_FAILURE = "tool-failure"
+    REVISION = "revision"
+    LONG_HORIZON = "long-horizon"
+    HANDOFF = "handoff"
+    UNANSWERABLE = "unanswerable"
+    ADVERSARIAL_STATE = "adversarial-state"
+
+
+class Finding(WireModel):
+    check: str
+    turn_index: int | None = Field(description="Turn where the check failed; None = whole session.")
+    severity: Severity
+    explanation: str = Field(max_length=MAX_EXPLANATION_CHARS)
+
+
+class CheckResult(WireModel):
+    check: str
+    status: Status
+    value: float | None = Field(
+        default=None, description="The check's measure when it has one (a count, a 0/1 outcome)."
+    )
+    findings: list[Finding] = Field(default_factory=list)
+    unscored_reason: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CheckResult:
+        if (self.status is Status.UNSCORED) != (self.unscored_reason is not None):
+            raise ValueError("unscored_reason is set exactly when status is unscored")
+        if self.status is Status.FAILED and not self.findings:
+            raise ValueError("a failed check names at least one finding")
+        return self
+
+
+class Score(WireModel):
+    """A graded metric (judge metrics): value None means not scored, with the reason."""
+
+    name: str
+    value: float | None
+    unscored_reason: str | None = None
+    explanation: str | None = Field(default=None, max_length=MAX_EXPLANATION_CHARS)
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _reason_when_unscored(self) -> Score:
+        if (self.value is None) != (self.unscored_reason is not None):
+            raise ValueError("unscored_reason is set exactly when value is None")
+        return self
+
+
+class JointSuccess(WireModel):
+    """Every critical condition holds; None when one could not be evaluated and none failed."""
+
+    value: bool | None
+    conditions: dict[str, bool | None]
+    unscored_reason: str | None = None
+
+
+class BrokenTransition(WireModel):
+    turn_index: int
+    check: str
+
+
+class SliceTag(WireModel):
+    slice: Slice
+    turn_index: int | None
+    evidence: str = Field(max_length=MAX_EXPLANATION_CHARS)
+
+
+class BudgetUsage(WireModel):
+    turns: int
+    user_turns: int
+    tool_calls: int
+    latency_ms: float = Field(description="Model call latency plus tool durations.")
+    max_turn_latency_ms: float | None
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    cost_unscored_reason: str | None = None
+
+
+class ContractRef(WireModel):
+    id: str
+    version: str
+
+
+class ScoreRecord(WireModel):
+    schema_version: Literal[1] = SCORE_SCHEMA_VERSION
+    session_id: str
+    revision: int = Field(ge=1)
+    service: str
+    contract: ContractRef | None = Field(description="None: no contract, generic checks only.")
+    scored_at: datetime
+    turn_level: list[CheckResult] = Field(default_factory=list)
+    trajectory_level: list[CheckResult] = Field(default_factory=list)
+    session_level: list[CheckResult] = Field(default_factory=list)
+    critical_failures: list[Finding] = Field(default_factory=list)
+    joint_success: JointSuccess
+    first_broken_transition: BrokenTransition | None = None
+    slices: list[SliceTag] = Field(default_factory=list)
+    budgets: BudgetUsage
+    metrics: list[Score] = Field(
+        default_factory=list, description="Graded (judge) metrics; filled by later stages."
+    )
+
+    def results(self) -> list[CheckResult]:
+        return [*self.turn_level, *self.trajectory_level, *self.session_level]
