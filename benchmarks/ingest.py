@@ -1,8 +1,10 @@
 """Ingest benchmark: OTLP/HTTP protobuf requests of 512 chat spans into closed sessions.
 
-Starts `turnwatch serve` as a subprocess, pre-serialises requests (512 GenAI chat spans each,
-about 1 KB of message text per span, conversations of 8 model calls whose last span carries the
-end marker so sessions close at once), and posts them over loopback from this separate process.
+Starts turnwatch's collector as a subprocess (receivers, decoders, sessionizer, sampler at rate
+1.0, session assembly; de-identification is benchmarks/deid.py's subject), pre-serialises
+requests (512 GenAI chat spans each, about 1 KB of message text per span, conversations of 8
+model calls whose last span carries the end marker so sessions close at once), and posts them
+over loopback from this separate process. A run ends when every session is assembled.
 
 Prints, for a saturating closed-loop run and for a paced run at half that throughput: spans/s
 (wall clock), spans per server CPU-second (the per-core figure), p50/p99 response time, and the
@@ -20,6 +22,7 @@ import json
 import os
 import random
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -118,26 +121,11 @@ def build_requests(count: int, seed: int = 7) -> list[bytes]:
 
 class Server:
     def __init__(self) -> None:
-        env = {**os.environ, "TURNWATCH_LOG__LEVEL": "WARNING"}
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "turnwatch",
-                "serve",
-                "--otlp-port",
-                "0",
-                "--grpc-port",
-                "0",
-                "--ops-port",
-                "0",
-                "--session-idle-timeout",
-                "30",
-            ],
+            [sys.executable, __file__, "--serve-collector"],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
-            env=env,
         )
         line = self.process.stdout.readline()
         ports = re.findall(r":(\d+)", line)
@@ -208,13 +196,13 @@ def post_all(port: int, bodies: list[bytes], clients: int, interval: float | Non
 
 
 def run(server: Server, bodies: list[bytes], clients: int, interval: float | None) -> dict:
-    closed_before = server.metric("turnwatch_sessions_closed_total")
+    closed_before = server.metric("turnwatch_handoff_delivered_total")
     expected = len(bodies) * SPANS_PER_REQUEST // CALLS_PER_CONVERSATION
     cpu_before = server.cpu_seconds()
     started = time.perf_counter()
     latencies = post_all(server.http_port, bodies, clients, interval)
-    while server.metric("turnwatch_sessions_closed_total") - closed_before < expected:
-        time.sleep(0.02)
+    while server.metric("turnwatch_handoff_delivered_total") - closed_before < expected:
+        time.sleep(0.1)
     elapsed = time.perf_counter() - started
     cpu = server.cpu_seconds() - cpu_before
     spans = len(bodies) * SPANS_PER_REQUEST
@@ -235,11 +223,53 @@ def baseline_parse(bodies: list[bytes]) -> float:
     return len(bodies) * SPANS_PER_REQUEST / (time.process_time() - started)
 
 
+class CountingSink:
+    def __init__(self) -> None:
+        self.sessions = 0
+
+    async def deliver(self, session: object) -> None:
+        self.sessions += 1
+
+
+def serve_collector() -> None:
+    """The server process: the collector stage alone, every session assembled into its record.
+
+    De-identification is left out on purpose: it is measured by benchmarks/deid.py, and at
+    Presidio's speed it would measure that stage instead of ingest.
+    """
+    from turnwatch.config import load_settings
+    from turnwatch.serve import BackgroundService
+
+    settings = load_settings(
+        None,
+        {
+            "otlp.http_port": 0,
+            "otlp.grpc_port": 0,
+            "ops.port": 0,
+            "sessions.idle_timeout_seconds": 30,
+            "handoff.queue_size": 100_000,
+            "log.level": "WARNING",
+        },
+    )
+    background = BackgroundService(settings, CountingSink(), deidentify=False)
+    service = background.start()
+    ports = service.ports
+    print(f"ports :{ports.otlp_http} :{ports.otlp_grpc} :{ports.ops}", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop.wait()
+    background.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=120)
     parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--serve-collector", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve_collector:
+        serve_collector()
+        return
 
     warmup = build_requests(8, seed=1)
     bodies = build_requests(args.requests, seed=2)
