@@ -120,9 +120,9 @@ def build_requests(count: int, seed: int = 7) -> list[bytes]:
 
 
 class Server:
-    def __init__(self) -> None:
+    def __init__(self, sampling_rate: float) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, __file__, "--serve-collector"],
+            [sys.executable, __file__, "--serve-collector", "--sampling-rate", str(sampling_rate)],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -196,12 +196,17 @@ def post_all(port: int, bodies: list[bytes], clients: int, interval: float | Non
 
 
 def run(server: Server, bodies: list[bytes], clients: int, interval: float | None) -> dict:
-    closed_before = server.metric("turnwatch_handoff_delivered_total")
+    closed_before = server.metric("turnwatch_sessions_closed_total")
+    delivered_before = server.metric("turnwatch_handoff_delivered_total")
     expected = len(bodies) * SPANS_PER_REQUEST // CALLS_PER_CONVERSATION
     cpu_before = server.cpu_seconds()
     started = time.perf_counter()
     latencies = post_all(server.http_port, bodies, clients, interval)
-    while server.metric("turnwatch_handoff_delivered_total") - closed_before < expected:
+    # Done when every session is closed and every sampled one is assembled and handed on.
+    while (
+        server.metric("turnwatch_sessions_closed_total") - closed_before < expected
+        or server.metric("turnwatch_handoff_queue_depth") > 0
+    ):
         time.sleep(0.1)
     elapsed = time.perf_counter() - started
     cpu = server.cpu_seconds() - cpu_before
@@ -213,6 +218,7 @@ def run(server: Server, bodies: list[bytes], clients: int, interval: float | Non
         "p50_ms": 1000 * statistics.median(latencies),
         "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
         "sessions": expected,
+        "assembled": int(server.metric("turnwatch_handoff_delivered_total") - delivered_before),
     }
 
 
@@ -231,7 +237,7 @@ class CountingSink:
         self.sessions += 1
 
 
-def serve_collector() -> None:
+def serve_collector(sampling_rate: float) -> None:
     """The server process: the collector stage alone, every session assembled into its record.
 
     De-identification is left out on purpose: it is measured by benchmarks/deid.py, and at
@@ -248,6 +254,7 @@ def serve_collector() -> None:
             "ops.port": 0,
             "sessions.idle_timeout_seconds": 30,
             "handoff.queue_size": 100_000,
+            "sampling.rate": sampling_rate,
             "log.level": "WARNING",
         },
     )
@@ -265,17 +272,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=120)
     parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument(
+        "--sampling-rate", type=float, default=1.0, help="1.0 assembles every session (worst case)"
+    )
     parser.add_argument("--serve-collector", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_collector:
-        serve_collector()
+        serve_collector(args.sampling_rate)
         return
 
     warmup = build_requests(8, seed=1)
     bodies = build_requests(args.requests, seed=2)
     paced_bodies = build_requests(args.requests // 2, seed=3)
     size_kib = statistics.mean(len(b) for b in bodies) / 1024
-    server = Server()
+    server = Server(args.sampling_rate)
     try:
         run(server, warmup, args.clients, None)
         saturated = run(server, bodies, args.clients, None)
@@ -288,15 +298,18 @@ def main() -> None:
 
     print(
         f"ingest: {args.requests} requests x {SPANS_PER_REQUEST} spans, {size_kib:.0f} KiB each, "
-        f"{args.clients} client threads, {os.cpu_count()} cores"
+        f"{args.clients} client threads, {os.cpu_count()} cores, "
+        f"sampling rate {args.sampling_rate}"
     )
     print(
         f"{'run':<22}{'spans/s':>10}{'spans/CPU-s':>13}{'p50 ms':>9}{'p99 ms':>9}{'sessions':>10}"
+        f"{'assembled':>11}"
     )
     for name, row in (("saturated", saturated), ("half load (paced)", paced)):
         print(
             f"{name:<22}{row['spans_per_s']:>10.0f}{row['spans_per_cpu_s']:>13.0f}"
             f"{row['p50_ms']:>9.1f}{row['p99_ms']:>9.1f}{row['sessions']:>10}"
+            f"{row['assembled']:>11}"
         )
     print(
         f"{'baseline: protobuf parse only':<35}{parse_rate:>10.0f} spans/CPU-s "
