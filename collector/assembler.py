@@ -248,6 +248,8 @@ def _unique(values: list[str | None]) -> list[str]:
 
 
 def assemble(observations: list[Observation]) -> Transcript:
+    for observation in observations:
+        observation.materialize()
     calls = [
         o
         for o in observations

@@ -7,6 +7,7 @@ never cross a boundary. `turnwatch.schema.Session` is the boundary record.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -131,6 +132,17 @@ class Observation:
     output_tokens: int | None = None
     incomplete_reasons: list[str] = field(default_factory=list)
     size_bytes: int = 0
+    deferred_content: Callable[[Observation], None] | None = None
+
+    def materialize(self) -> None:
+        """Parse the message content a decoder deferred.
+
+        Decoders read only what buffering and sampling need when a span arrives; messages are
+        parsed when a sampled session is assembled, so unsampled sessions never pay for it.
+        """
+        if self.deferred_content is not None:
+            fill, self.deferred_content = self.deferred_content, None
+            fill(self)
 
 
 @dataclass(slots=True)

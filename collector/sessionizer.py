@@ -51,7 +51,6 @@ class OpenSession:
     last_ns: int = 0
     size: int = 0
     model_calls: int = 0
-    longest_call: int = 0
     error_spans: int = 0
     tool_errors: int = 0
     dropped_spans: int = 0
@@ -64,7 +63,8 @@ class OpenSession:
 
     @property
     def estimated_turns(self) -> int:
-        return max(self.longest_call, 2 * self.model_calls)
+        # Content is parsed only at assembly; a model call adds about a user and a bot turn.
+        return 2 * self.model_calls
 
 
 @dataclass(slots=True)
@@ -180,7 +180,6 @@ class Sessionizer:
         target.size += pending.size
         self.buffered_bytes += pending.size
         target.model_calls += pending.model_calls
-        target.longest_call = max(target.longest_call, pending.longest_call)
         target.error_spans += pending.error_spans
         target.tool_errors += pending.tool_errors
         target.dropped_spans += pending.dropped_spans
@@ -257,9 +256,6 @@ class Sessionizer:
         self.buffered_bytes += added
         if observation.kind is ObservationKind.LLM_CALL:
             session.model_calls += 1
-            session.longest_call = max(
-                session.longest_call, len(observation.inputs) + len(observation.outputs)
-            )
         elif observation.kind is ObservationKind.MESSAGE_EVENT:
             session.model_calls += len(observation.outputs)
         elif observation.tool is not None and observation.tool.error is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from pathlib import Path
@@ -23,7 +24,13 @@ def _parser() -> argparse.ArgumentParser:
         "--role",
         choices=["all", "collector", "scorer", "exporter"],
         default="all",
-        help="run one role only (needs Kafka; not available yet)",
+        help="run one role only (needs Kafka: --kafka or TURNWATCH_KAFKA_BOOTSTRAP)",
+    )
+    serve.add_argument(
+        "--kafka",
+        metavar="BOOTSTRAP",
+        help="Kafka bootstrap servers host:port[,...] (default: TURNWATCH_KAFKA_BOOTSTRAP, "
+        "then bus.kafka.bootstrap; none = embedded bus)",
     )
     serve.add_argument("--otlp-port", type=int, help="OTLP/HTTP port (default 4318; 0 = any)")
     serve.add_argument("--grpc-port", type=int, help="OTLP/gRPC port (default 4317; 0 = any)")
@@ -58,24 +65,36 @@ def _run_serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"turnwatch: {exc}", file=sys.stderr)
         return 2
-    if args.role != "all":
+    # --kafka, then the short variable the docs name (it beats TURNWATCH_BUS__KAFKA__BOOTSTRAP).
+    bootstrap = args.kafka or os.environ.get("TURNWATCH_KAFKA_BOOTSTRAP")
+    if bootstrap:
+        kafka = settings.bus.kafka.model_copy(update={"bootstrap": bootstrap})
+        settings = settings.model_copy(
+            update={"bus": settings.bus.model_copy(update={"kafka": kafka})}
+        )
+    if args.role != "all" and not settings.bus.kafka.bootstrap:
         print(
-            f"turnwatch: --role {args.role} needs the Kafka bus, which this version does not "
-            "have yet; run `turnwatch serve` (all roles in one process)",
+            f"turnwatch: --role {args.role} needs Kafka: pass --kafka BOOTSTRAP or set "
+            "TURNWATCH_KAFKA_BOOTSTRAP (or run `turnwatch serve`: all roles, embedded bus)",
             file=sys.stderr,
         )
         return 2
     configure_logging(settings.log.level)
     from collector.deid.engine import ModelMissingError
     from collector.deid.secret import SecretError
+    from turnwatch.bus.plugins import PluginError
+    from turnwatch.bus.spool import SpoolLocked
     from turnwatch.serve import serve
 
     def announce(service) -> None:
         ports = service.ports
+        ops = f"ops http://{settings.ops.host}:{ports.ops}/metrics"
+        if args.role in ("scorer", "exporter"):
+            print(f"turnwatch {__version__} ({args.role}): {ops}", flush=True)
+            return
         print(
             f"turnwatch {__version__}: OTLP/HTTP {settings.otlp.host}:{ports.otlp_http}, "
-            f"OTLP/gRPC {settings.otlp.host}:{ports.otlp_grpc or 'off'}, "
-            f"ops http://{settings.ops.host}:{ports.ops}/metrics",
+            f"OTLP/gRPC {settings.otlp.host}:{ports.otlp_grpc or 'off'}, {ops}",
             flush=True,
         )
 
@@ -84,11 +103,17 @@ def _run_serve(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
-        await serve(settings, stop, on_started=announce)
+        await serve(settings, stop, on_started=announce, role=args.role)
 
     try:
         asyncio.run(main())
     except (SecretError, ModelMissingError) as exc:
+        print(f"turnwatch: cannot start: {exc}", file=sys.stderr)
+        return 2
+    except SpoolLocked as exc:
+        print(f"turnwatch: cannot start: spool {exc} is used by another process", file=sys.stderr)
+        return 2
+    except PluginError as exc:
         print(f"turnwatch: cannot start: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

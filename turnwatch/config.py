@@ -21,6 +21,8 @@ from pydantic_settings import (
 )
 
 from collector.deid.config import DeidConfig
+from scorers.config import ScorerConfig
+from turnwatch.bus.config import BusConfig
 from turnwatch.section import Section
 
 MiB = 1024 * 1024
@@ -150,6 +152,8 @@ class Settings(BaseSettings):
     handoff: HandoffConfig = Field(default_factory=HandoffConfig)
     decoders: DecoderConfig = Field(default_factory=DecoderConfig)
     deid: DeidConfig = Field(default_factory=DeidConfig)
+    bus: BusConfig = Field(default_factory=BusConfig)
+    scorers: ScorerConfig = Field(default_factory=ScorerConfig)
     data_dir: Path = Field(
         default=Path("turnwatch-data"),
         description="Where turnwatch keeps state: the generated pseudonym key, quarantine.",

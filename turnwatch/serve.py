@@ -10,20 +10,27 @@ import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 import uvicorn
 from prometheus_client import CollectorRegistry
 
-from collector.deid.stage import build_deidentifying_sink
 from collector.metrics import CollectorMetrics
 from collector.otlp_grpc import create_grpc_server
 from collector.otlp_http import create_otlp_app
-from collector.pipeline import CollectorPipeline, LoggingSink, SessionSink
+from collector.pipeline import CollectorPipeline, SessionSink
 from collector.receiver import Receiver
-from exporters.ops import create_ops_app
+from exporters.ops import ReadinessCheck, create_ops_app
+from turnwatch.bus.base import Bus
+from turnwatch.bus.metrics import BusMetrics
+from turnwatch.bus.plugins import RecordHandler, SessionProcessor, load_callable
+from turnwatch.bus.records import INCIDENTS, SCORES, SESSIONS
+from turnwatch.bus.roles import BusSink, build_bus, exporter_handler, scorer_handler
 from turnwatch.config import Settings
 
 log = logging.getLogger("turnwatch.serve")
+
+Role = Literal["all", "collector", "scorer", "exporter"]
 
 
 class _Server(uvicorn.Server):
@@ -60,13 +67,15 @@ class Ports:
 
 @dataclass
 class Service:
-    """A running `turnwatch serve`: its bound ports, registry and pipeline."""
+    """A running `turnwatch serve`: its role, bound ports, registry, pipeline and bus."""
 
     settings: Settings
     registry: CollectorRegistry
-    pipeline: CollectorPipeline
+    pipeline: CollectorPipeline | None
     ports: Ports = field(default_factory=Ports)
     started: asyncio.Event = field(default_factory=asyncio.Event)
+    role: Role = "all"
+    bus: Bus | None = None
 
 
 GC_THRESHOLDS = (50_000, 20, 20)
@@ -81,97 +90,195 @@ def tune_garbage_collector() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+@dataclass
+class Plugins:
+    """What the scorer and exporter roles run on each record (defaults: `bus.*` settings)."""
+
+    scorer: SessionProcessor | None = None
+    exporter: RecordHandler | None = None
+
+
+def _consumers(
+    role: Role, settings: Settings, bus: Bus, plugins: Plugins, stop: asyncio.Event
+) -> list[asyncio.Task[None]]:
+    config = settings.bus
+    tasks = []
+    if role in ("all", "scorer"):
+        processor = plugins.scorer or load_callable(config.scorer_processor)
+        handler = scorer_handler(processor)
+        tasks.append(
+            asyncio.create_task(
+                bus.consume((SESSIONS,), config.kafka.scorer_group, handler, stop), name="scorer"
+            )
+        )
+    if role in ("all", "exporter"):
+        exporter = exporter_handler(plugins.exporter or load_callable(config.exporter_handler))
+        consume = bus.consume((SCORES, INCIDENTS), config.kafka.exporter_group, exporter, stop)
+        tasks.append(asyncio.create_task(consume, name="exporter"))
+    return tasks
+
+
 async def serve(
     settings: Settings,
     stop: asyncio.Event,
     sink: SessionSink | None = None,
     on_started: Callable[[Service], None] | None = None,
     deidentify: bool = True,
+    role: Role = "all",
+    plugins: Plugins | None = None,
 ) -> None:
-    """Run all roles in this process until `stop` is set; drain open sessions on the way out.
+    """Run one role (or all) in this process until `stop` is set; drain on the way out.
 
-    `sink` is the stage after de-identification (by default one that logs counts). Only tests of
-    the collector's own assembly pass `deidentify=False`, to see raw sessions.
+    `sink`, when given, replaces the bus as the stage after de-identification (collector tests);
+    otherwise sessions go onto the bus: Kafka when `bus.kafka.bootstrap` is set, else embedded.
+    Only tests of the collector's own assembly pass `deidentify=False`, to see raw sessions.
     """
     tune_garbage_collector()
+    plugins = plugins or Plugins()
     registry = CollectorRegistry()
-    metrics = CollectorMetrics(registry)
-    next_stage: SessionSink = sink or LoggingSink()
+    bus: Bus | None = None
+    if sink is None or role != "all":
+        bus = build_bus(settings.bus, BusMetrics(registry), settings.data_dir)
+    collects = role in ("all", "collector")
+    pipeline = None
     deid_sink = None
-    if deidentify:
-        # Fails here, before a port is bound, on a missing key (production) or spaCy model.
-        deid_sink = build_deidentifying_sink(
-            settings.deid, settings.mode, settings.data_dir, registry, next_stage
-        )
-        next_stage = deid_sink
-    pipeline = CollectorPipeline(settings, metrics, next_stage)
-    receiver = Receiver(settings.otlp, pipeline, metrics)
+    checks: dict[str, ReadinessCheck] = {}
+    if collects:
+        metrics = CollectorMetrics(registry)
+        next_stage: SessionSink = sink or BusSink(_required(bus))
+        if deidentify:
+            # Imported here: Presidio and spaCy take seconds to load, and only collectors need them.
+            from collector.deid.stage import build_deidentifying_sink
+
+            # Fails here, before a port is bound, on a missing key (production) or spaCy model.
+            deid_sink = build_deidentifying_sink(
+                settings.deid, settings.mode, settings.data_dir, registry, next_stage
+            )
+            next_stage = deid_sink
+        pipeline = CollectorPipeline(settings, metrics, next_stage)
+        watched = pipeline
+        checks["pipeline"] = lambda: "handoff queue saturated" if watched.overloaded() else None
+    if bus is not None:
+        checks["bus"] = bus.readiness
+        await bus.start()
     ports = Ports()
-
-    otlp_sock = _bind(settings.otlp.host, settings.otlp.http_port)
     ops_sock = _bind(settings.ops.host, settings.ops.port)
-    ports.otlp_http = otlp_sock.getsockname()[1]
     ports.ops = ops_sock.getsockname()[1]
-    otlp_server, _ = _http_server(create_otlp_app(receiver), otlp_sock)
-    checks = {"pipeline": lambda: "handoff queue saturated" if pipeline.overloaded() else None}
     ops_server, _ = _http_server(create_ops_app(registry, checks), ops_sock)
+    ops_task = asyncio.create_task(ops_server.serve(sockets=[ops_sock]), name="ops")
+    collector = None
+    if pipeline is not None:
+        collector = await _start_collector(settings, pipeline, ports)
+    consumers_stop = asyncio.Event()
+    consumers = _consumers(role, settings, bus, plugins, consumers_stop) if bus else []
+    while not (ops_server.started and (collector is None or collector.started)):
+        await asyncio.sleep(0.01)
+    log.info(
+        "turnwatch serving",
+        extra={
+            "role": role,
+            "otlp_http_port": ports.otlp_http,
+            "otlp_grpc_port": ports.otlp_grpc,
+            "ops_port": ports.ops,
+            "mode": settings.mode,
+            "bus": "kafka" if settings.bus.kafka.bootstrap else "embedded",
+        },
+    )
+    if on_started is not None:
+        on_started(Service(settings, registry, pipeline, ports, role=role, bus=bus))
+    await stop.wait()
 
+    log.info("turnwatch stopping: draining open sessions", extra={"role": role})
+    if collector is not None and pipeline is not None:
+        await collector.stop(pipeline)
+    if bus is not None:
+        # Embedded: let the scorer and exporter catch up; Kafka: let the spool reach the broker
+        # (if it cannot, the spool keeps the records on disk for the next start).
+        timeout = settings.bus.shutdown_timeout_seconds
+        if not await bus.idle(timeout):
+            log.warning("bus not drained at shutdown", extra={"role": role})
+        consumers_stop.set()
+        _done, late = await asyncio.wait(consumers, timeout=timeout) if consumers else ((), ())
+        for task in late:
+            # A record still in a handler is not acknowledged: it is delivered again later.
+            task.cancel()
+        await asyncio.gather(*consumers, return_exceptions=True)
+        await bus.close()
+    ops_server.should_exit = True
+    await ops_task
+    if deid_sink is not None:
+        deid_sink.close()
+    log.info("turnwatch stopped", extra={"role": role})
+
+
+def _required(bus: Bus | None) -> Bus:
+    assert bus is not None
+    return bus
+
+
+@dataclass
+class _Collector:
+    """The OTLP receivers and the pipeline's background tasks."""
+
+    otlp_server: _Server
+    grpc_server: object | None
+    tasks: list[asyncio.Task[None]]
+
+    @property
+    def started(self) -> bool:
+        return bool(self.otlp_server.started)
+
+    async def stop(self, pipeline: CollectorPipeline) -> None:
+        if self.grpc_server is not None:
+            await self.grpc_server.stop(grace=2)  # type: ignore[attr-defined]
+        self.otlp_server.should_exit = True
+        await self.tasks[0]
+        try:
+            await asyncio.wait_for(pipeline.drain(), timeout=10)
+        except TimeoutError:
+            log.warning("drain timed out", extra={"queued": pipeline.queue.qsize()})
+        for task in self.tasks[1:]:
+            task.cancel()
+        await asyncio.gather(*self.tasks[1:], return_exceptions=True)
+
+
+async def _start_collector(
+    settings: Settings, pipeline: CollectorPipeline, ports: Ports
+) -> _Collector:
+    receiver = Receiver(settings.otlp, pipeline, pipeline.metrics)
+    otlp_sock = _bind(settings.otlp.host, settings.otlp.http_port)
+    ports.otlp_http = otlp_sock.getsockname()[1]
+    otlp_server, _ = _http_server(create_otlp_app(receiver), otlp_sock)
     grpc_server = None
     if settings.otlp.grpc_enabled:
         grpc_server, ports.otlp_grpc = create_grpc_server(
             receiver, settings.otlp.host, settings.otlp.grpc_port
         )
         await grpc_server.start()
-
     tasks = [
         asyncio.create_task(otlp_server.serve(sockets=[otlp_sock]), name="otlp-http"),
-        asyncio.create_task(ops_server.serve(sockets=[ops_sock]), name="ops"),
         asyncio.create_task(pipeline.run_sweeper(), name="sweeper"),
         asyncio.create_task(pipeline.run_handoff(), name="handoff"),
     ]
-    while not (otlp_server.started and ops_server.started):
-        await asyncio.sleep(0.01)
-    log.info(
-        "turnwatch serving",
-        extra={
-            "otlp_http_port": ports.otlp_http,
-            "otlp_grpc_port": ports.otlp_grpc,
-            "ops_port": ports.ops,
-            "mode": settings.mode,
-        },
-    )
-    if on_started is not None:
-        on_started(Service(settings, registry, pipeline, ports))
-    await stop.wait()
-
-    log.info("turnwatch stopping: draining open sessions")
-    if grpc_server is not None:
-        await grpc_server.stop(grace=2)
-    otlp_server.should_exit = True
-    await tasks[0]
-    try:
-        await asyncio.wait_for(pipeline.drain(), timeout=10)
-    except TimeoutError:
-        log.warning("drain timed out", extra={"queued": pipeline.queue.qsize()})
-    ops_server.should_exit = True
-    await tasks[1]
-    for task in tasks[2:]:
-        task.cancel()
-    await asyncio.gather(*tasks[2:], return_exceptions=True)
-    if deid_sink is not None:
-        deid_sink.close()
-    log.info("turnwatch stopped")
+    return _Collector(otlp_server, grpc_server, tasks)
 
 
 class BackgroundService:
     """`serve` on its own event loop thread, for tests and the demo."""
 
     def __init__(
-        self, settings: Settings, sink: SessionSink | None = None, deidentify: bool = True
+        self,
+        settings: Settings,
+        sink: SessionSink | None = None,
+        deidentify: bool = True,
+        role: Role = "all",
+        plugins: Plugins | None = None,
     ) -> None:
         self.settings = settings
         self.sink = sink
         self.deidentify = deidentify
+        self.role: Role = role
+        self.plugins = plugins
         self.service: Service | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -189,6 +296,8 @@ class BackgroundService:
                 self.sink,
                 on_started=self._on_started,
                 deidentify=self.deidentify,
+                role=self.role,
+                plugins=self.plugins,
             )
 
         try:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+from collector.records import Message, Observation
+
+MessageParser = Callable[[list[dict[str, Any]], frozenset[str], list[str]], list[Message]]
 
 
 def indexed(attributes: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
@@ -24,3 +29,31 @@ def indexed(attributes: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
 
 def has_prefix(attributes: dict[str, Any], *prefixes: str) -> bool:
     return any(key.startswith(prefixes) for key in attributes)
+
+
+def prefixed_size(attributes: dict[str, Any], prefixes: tuple[str, ...]) -> int:
+    """Bytes of message content under the given prefixes, without parsing it."""
+    return sum(
+        len(value) if isinstance(value, str) else 16
+        for key, value in attributes.items()
+        if key.startswith(prefixes)
+    )
+
+
+def deferred_messages(
+    parse: MessageParser,
+    input_prefix: str,
+    output_prefix: str,
+    attributes: dict[str, Any],
+    markers: frozenset[str],
+) -> Callable[[Observation], None]:
+    """The content of a flattened model call, parsed when its session is assembled."""
+
+    def fill(call: Observation) -> None:
+        reasons = call.incomplete_reasons
+        inputs = parse(indexed(attributes, input_prefix), markers, reasons)
+        call.outputs = parse(indexed(attributes, output_prefix), markers, reasons)
+        call.inputs = [m for m in inputs if m.role != "system"]
+        call.system_instructions = [m.text for m in inputs if m.role == "system" and m.text]
+
+    return fill

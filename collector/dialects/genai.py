@@ -7,6 +7,7 @@ Tool executions are `execute_tool` spans with `gen_ai.tool.*` attributes.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from collector.dialects.base import (
@@ -17,7 +18,6 @@ from collector.dialects.base import (
     first_str,
     mark_truncated,
     maybe_json,
-    messages_size,
     normalise_role,
     salvage_json,
     text_or_marker,
@@ -139,16 +139,17 @@ def split_system(messages: list[Message]) -> tuple[list[Message], list[str]]:
     return [m for m in messages if m.role != "system"], system
 
 
-def llm_call(
-    attributes: dict[str, Any],
-    markers: frozenset[str],
-    dialect: str,
-    trace_id: str,
-    span_id: str,
-    start_ns: int,
-    end_ns: int,
-) -> Observation:
-    reasons: list[str] = []
+def content_size(value: Any) -> int:
+    """Bytes a message attribute will occupy, without parsing it."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, list):
+        return 512 * len(value)
+    return 0
+
+
+def _fill_content(attributes: dict[str, Any], markers: frozenset[str], call: Observation) -> None:
+    reasons = call.incomplete_reasons
     inputs = parse_messages(attributes.get(INPUT_MESSAGES), markers, reasons)
     outputs = parse_messages(attributes.get(OUTPUT_MESSAGES), markers, reasons)
     inputs, system = split_system(inputs)
@@ -158,6 +159,18 @@ def llm_call(
     finish_reasons = attributes.get("gen_ai.response.finish_reasons")
     if isinstance(finish_reasons, list) and outputs and not outputs[0].finish_reason:
         outputs[0].finish_reason = str(finish_reasons[0]) if finish_reasons else None
+    call.inputs, call.outputs, call.system_instructions = inputs, outputs, system
+
+
+def llm_call(
+    attributes: dict[str, Any],
+    markers: frozenset[str],
+    dialect: str,
+    trace_id: str,
+    span_id: str,
+    start_ns: int,
+    end_ns: int,
+) -> Observation:
     return Observation(
         kind=ObservationKind.LLM_CALL,
         dialect=dialect,
@@ -165,9 +178,6 @@ def llm_call(
         span_id=span_id,
         start_ns=start_ns,
         end_ns=end_ns,
-        inputs=inputs,
-        outputs=outputs,
-        system_instructions=system,
         provider=first_str(attributes, "gen_ai.provider.name", "gen_ai.system"),
         model=first_str(attributes, "gen_ai.response.model", "gen_ai.request.model"),
         input_tokens=first_int(
@@ -176,8 +186,10 @@ def llm_call(
         output_tokens=first_int(
             attributes, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"
         ),
-        incomplete_reasons=reasons,
-        size_bytes=messages_size(inputs) + messages_size(outputs) + sum(map(len, system)),
+        size_bytes=content_size(attributes.get(INPUT_MESSAGES))
+        + content_size(attributes.get(OUTPUT_MESSAGES))
+        + content_size(attributes.get(SYSTEM_INSTRUCTIONS)),
+        deferred_content=partial(_fill_content, attributes, markers),
     )
 
 

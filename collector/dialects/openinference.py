@@ -13,13 +13,11 @@ from collector.dialects.base import (
     first_int,
     first_str,
     maybe_json,
-    messages_size,
     normalise_role,
     text_or_marker,
     tool_call_part,
 )
-from collector.dialects.flattened import has_prefix, indexed
-from collector.dialects.genai import split_system
+from collector.dialects.flattened import deferred_messages, has_prefix, indexed, prefixed_size
 from collector.records import (
     STATUS_ERROR,
     Message,
@@ -76,6 +74,9 @@ def _messages(
     return messages
 
 
+MESSAGE_PREFIXES = ("llm.input_messages.", "llm.output_messages.")
+
+
 class OpenInferenceDecoder(SpanDecoder):
     name = "openinference"
 
@@ -103,14 +104,8 @@ class OpenInferenceDecoder(SpanDecoder):
                 ),
                 size_bytes=256 + (len(result) if isinstance(result, str) else 0),
             )
-        if not has_prefix(attributes, "llm.input_messages.", "llm.output_messages."):
+        if not has_prefix(attributes, *MESSAGE_PREFIXES):
             return None
-        reasons: list[str] = []
-        inputs = _messages(indexed(attributes, "llm.input_messages"), self.markers, reasons)
-        outputs = _messages(indexed(attributes, "llm.output_messages"), self.markers, reasons)
-        inputs, system = split_system(inputs)
-        if span.dropped_attributes:
-            reasons.append("dropped_attributes")
         return Observation(
             kind=ObservationKind.LLM_CALL,
             dialect=self.name,
@@ -118,13 +113,13 @@ class OpenInferenceDecoder(SpanDecoder):
             span_id=span.span_id,
             start_ns=span.start_ns,
             end_ns=span.end_ns,
-            inputs=inputs,
-            outputs=outputs,
-            system_instructions=system,
             provider=first_str(attributes, "llm.provider", "llm.system"),
             model=first_str(attributes, "llm.response.model_name", "llm.model_name"),
             input_tokens=first_int(attributes, "llm.token_count.prompt"),
             output_tokens=first_int(attributes, "llm.token_count.completion"),
-            incomplete_reasons=reasons,
-            size_bytes=messages_size(inputs) + messages_size(outputs),
+            incomplete_reasons=["dropped_attributes"] if span.dropped_attributes else [],
+            size_bytes=prefixed_size(attributes, MESSAGE_PREFIXES),
+            deferred_content=deferred_messages(
+                _messages, "llm.input_messages", "llm.output_messages", attributes, self.markers
+            ),
         )

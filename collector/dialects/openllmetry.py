@@ -16,13 +16,11 @@ from collector.dialects.base import (
     first_int,
     first_str,
     maybe_json,
-    messages_size,
     normalise_role,
     text_or_marker,
     tool_call_part,
 )
-from collector.dialects.flattened import has_prefix, indexed
-from collector.dialects.genai import split_system
+from collector.dialects.flattened import deferred_messages, has_prefix, indexed, prefixed_size
 from collector.records import (
     STATUS_ERROR,
     Message,
@@ -85,6 +83,9 @@ def _messages(
     return messages
 
 
+MESSAGE_PREFIXES = ("gen_ai.prompt.", "gen_ai.completion.")
+
+
 class OpenLLMetryDecoder(SpanDecoder):
     name = "openllmetry"
 
@@ -109,14 +110,8 @@ class OpenLLMetryDecoder(SpanDecoder):
                 ),
                 size_bytes=256 + (len(output) if isinstance(output, str) else 0),
             )
-        if not has_prefix(attributes, "gen_ai.prompt.", "gen_ai.completion."):
+        if not has_prefix(attributes, *MESSAGE_PREFIXES):
             return None
-        reasons: list[str] = []
-        inputs = _messages(indexed(attributes, "gen_ai.prompt"), self.markers, reasons)
-        outputs = _messages(indexed(attributes, "gen_ai.completion"), self.markers, reasons)
-        inputs, system = split_system(inputs)
-        if span.dropped_attributes:
-            reasons.append("dropped_attributes")
         return Observation(
             kind=ObservationKind.LLM_CALL,
             dialect=self.name,
@@ -124,9 +119,6 @@ class OpenLLMetryDecoder(SpanDecoder):
             span_id=span.span_id,
             start_ns=span.start_ns,
             end_ns=span.end_ns,
-            inputs=inputs,
-            outputs=outputs,
-            system_instructions=system,
             provider=first_str(attributes, "gen_ai.system"),
             model=first_str(attributes, "gen_ai.response.model", "gen_ai.request.model"),
             input_tokens=first_int(
@@ -135,6 +127,9 @@ class OpenLLMetryDecoder(SpanDecoder):
             output_tokens=first_int(
                 attributes, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"
             ),
-            incomplete_reasons=reasons,
-            size_bytes=messages_size(inputs) + messages_size(outputs),
+            incomplete_reasons=["dropped_attributes"] if span.dropped_attributes else [],
+            size_bytes=prefixed_size(attributes, MESSAGE_PREFIXES),
+            deferred_content=deferred_messages(
+                _messages, "gen_ai.prompt", "gen_ai.completion", attributes, self.markers
+            ),
         )

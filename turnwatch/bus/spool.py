@@ -1,0 +1,222 @@
+"""FIFO stores for records in transit: in memory, or on disk (the spool).
+
+The disk spool is a directory of append-only segment files and a cursor file naming the first
+record not yet acknowledged. Records survive a process restart or crash (they are written to the
+OS before `append` returns; there is no fsync, so not a power cut). One process owns a spool
+directory at a time (an exclusive lock), since two writers would interleave records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import struct
+import zlib
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+log = logging.getLogger("turnwatch.bus.spool")
+
+_FRAME = struct.Struct(">II")  # body length, crc32 of body
+_BODY = struct.Struct(">HH")  # topic length, key length; then topic, key, value
+
+
+class FifoFull(Exception):
+    """No room for the record; the caller waits (backpressure) and tries again."""
+
+
+class SpoolLocked(Exception):
+    """Another process owns the spool directory."""
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    topic: str
+    key: str
+    value: bytes
+
+    def encode(self) -> bytes:
+        topic, key = self.topic.encode(), self.key.encode()
+        body = _BODY.pack(len(topic), len(key)) + topic + key + self.value
+        return _FRAME.pack(len(body), zlib.crc32(body)) + body
+
+    @classmethod
+    def decode(cls, body: bytes) -> Item:
+        topic_len, key_len = _BODY.unpack_from(body)
+        start = _BODY.size
+        topic = body[start : start + topic_len].decode()
+        key = body[start + topic_len : start + topic_len + key_len].decode()
+        return cls(topic, key, body[start + topic_len + key_len :])
+
+
+class Fifo(Protocol):
+    """One reader, serial: `peek` the head, process it, `pop` it (the acknowledgement)."""
+
+    def __len__(self) -> int: ...
+    @property
+    def size_bytes(self) -> int: ...
+    def append(self, item: Item) -> None: ...
+    def peek(self) -> Item | None: ...
+    def pop(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class MemoryFifo:
+    def __init__(self, max_records: int) -> None:
+        self.max_records = max_records
+        self._items: deque[Item] = deque()
+        self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def size_bytes(self) -> int:
+        return self._bytes
+
+    def append(self, item: Item) -> None:
+        if len(self._items) >= self.max_records:
+            raise FifoFull
+        self._items.append(item)
+        self._bytes += len(item.value)
+
+    def peek(self) -> Item | None:
+        return self._items[0] if self._items else None
+
+    def pop(self) -> None:
+        self._bytes -= len(self._items.popleft().value)
+
+    def close(self) -> None:
+        return None
+
+
+class DiskSpool:
+    def __init__(
+        self, directory: Path, max_bytes: int, segment_bytes: int, max_records: int | None = None
+    ) -> None:
+        self.directory = directory
+        self.max_bytes = max_bytes
+        self.segment_bytes = segment_bytes
+        self.max_records = max_records
+        directory.mkdir(parents=True, exist_ok=True)
+        self._lock = open(directory / "lock", "a+b")  # noqa: SIM115 - held for the spool's life
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._lock.close()
+            raise SpoolLocked(str(directory)) from None
+        self._segments = sorted(int(p.stem) for p in directory.glob("*.seg"))
+        self._read_segment, self._read_offset = self._load_cursor()
+        self._head: tuple[Item, int] | None = None
+        self._count = 0
+        self._bytes = 0
+        if self._segments and self._read_segment not in self._segments:
+            self._read_segment, self._read_offset = self._segments[0], 0
+        self._recover()
+        if not self._segments:
+            self._segments.append(self._read_segment)
+        self._writer = open(self._path(self._segments[-1]), "ab")  # noqa: SIM115
+
+    def _path(self, number: int) -> Path:
+        return self.directory / f"{number:012d}.seg"
+
+    def _load_cursor(self) -> tuple[int, int]:
+        try:
+            segment, offset = (self.directory / "cursor").read_text().split()
+            return int(segment), int(offset)
+        except (OSError, ValueError):
+            return (self._segments[0] if self._segments else 1), 0
+
+    def _recover(self) -> None:
+        """Drop acknowledged segments, count what is left, cut a torn tail from a crash."""
+        for number in [n for n in self._segments if n < self._read_segment]:
+            self._path(number).unlink(missing_ok=True)
+        self._segments = [n for n in self._segments if n >= self._read_segment]
+        for number in self._segments:
+            path = self._path(number)
+            data = path.read_bytes()
+            position = self._read_offset if number == self._read_segment else 0
+            while position + _FRAME.size <= len(data):
+                length, crc = _FRAME.unpack_from(data, position)
+                body = data[position + _FRAME.size : position + _FRAME.size + length]
+                if len(body) < length or zlib.crc32(body) != crc:
+                    break
+                position += _FRAME.size + length
+                self._count += 1
+                self._bytes += _FRAME.size + length
+            if position < len(data):
+                log.warning("spool segment truncated", extra={"segment": number, "at": position})
+                with open(path, "r+b") as handle:
+                    handle.truncate(position)
+
+    def __len__(self) -> int:
+        return self._count
+
+    @property
+    def size_bytes(self) -> int:
+        return self._bytes
+
+    def append(self, item: Item) -> None:
+        frame = item.encode()
+        if self._bytes + len(frame) > self.max_bytes or (
+            self.max_records is not None and self._count >= self.max_records
+        ):
+            raise FifoFull
+        if self._writer.tell() >= self.segment_bytes:
+            self._writer.close()
+            self._segments.append(self._segments[-1] + 1)
+            self._writer = open(self._path(self._segments[-1]), "ab")  # noqa: SIM115
+        self._writer.write(frame)
+        self._writer.flush()
+        self._count += 1
+        self._bytes += len(frame)
+
+    def peek(self) -> Item | None:
+        if self._head is not None:
+            return self._head[0]
+        if self._count == 0:
+            return None
+        while True:
+            with open(self._path(self._read_segment), "rb") as handle:
+                handle.seek(self._read_offset)
+                header = handle.read(_FRAME.size)
+                if len(header) == _FRAME.size:
+                    length, _crc = _FRAME.unpack(header)
+                    body = handle.read(length)
+                    self._head = (Item.decode(body), _FRAME.size + length)
+                    return self._head[0]
+            # This segment is used up: the next record starts the next one.
+            self._advance_segment()
+
+    def _advance_segment(self) -> None:
+        finished = self._read_segment
+        self._read_segment = self._segments[self._segments.index(finished) + 1]
+        self._read_offset = 0
+        self._segments.remove(finished)
+        self._path(finished).unlink(missing_ok=True)
+
+    def pop(self) -> None:
+        if self._head is None and self.peek() is None:
+            return
+        assert self._head is not None
+        self._read_offset += self._head[1]
+        self._bytes -= self._head[1]
+        self._count -= 1
+        self._head = None
+        if self._count == 0 and self._read_segment != self._segments[-1]:
+            self._advance_segment()
+        self._save_cursor()
+
+    def _save_cursor(self) -> None:
+        temporary = self.directory / "cursor.tmp"
+        temporary.write_text(f"{self._read_segment} {self._read_offset}")
+        os.replace(temporary, self.directory / "cursor")
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._writer.close()
+        self._lock.close()
