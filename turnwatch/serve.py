@@ -21,6 +21,7 @@ from collector.otlp_http import create_otlp_app
 from collector.pipeline import CollectorPipeline, SessionSink
 from collector.receiver import Receiver
 from exporters.ops import ReadinessCheck, create_ops_app
+from scorers.runner import Scorer, bus_processor
 from turnwatch.bus.base import Bus
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.plugins import RecordHandler, SessionProcessor, load_callable
@@ -98,13 +99,19 @@ class Plugins:
     exporter: RecordHandler | None = None
 
 
+def _scorer_processor(settings: Settings) -> SessionProcessor:
+    if settings.bus.scorer_processor:
+        return load_callable(settings.bus.scorer_processor)
+    return bus_processor(Scorer(settings.scorers))
+
+
 def _consumers(
     role: Role, settings: Settings, bus: Bus, plugins: Plugins, stop: asyncio.Event
 ) -> list[asyncio.Task[None]]:
     config = settings.bus
     tasks = []
     if role in ("all", "scorer"):
-        processor = plugins.scorer or load_callable(config.scorer_processor)
+        processor = plugins.scorer or _scorer_processor(settings)
         handler = scorer_handler(processor)
         tasks.append(
             asyncio.create_task(

@@ -94,9 +94,10 @@ class BusConfig(Section):
         description="At shutdown: time for the last records to reach the broker (or the "
         "embedded consumers), then for consumers to finish the record in hand.",
     )
-    scorer_processor: str = Field(
-        default="turnwatch.bus.plugins:count_sessions",
-        description="`module:function` the scorer role runs on each session.",
+    scorer_processor: str | None = Field(
+        default=None,
+        description="`module:function` the scorer role runs on each session; "
+        "default: turnwatch's scorers (`scorers.*` settings).",
     )
     exporter_handler: str = Field(
         default="turnwatch.bus.plugins:count_records",
