@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import Field, field_validator
 
 from scorers.contract import ENTITY, CheckName
+from scorers.judge.config import JudgeConfig
 from turnwatch.section import Section
 
 DEFAULT_DISCLOSURE_ENTITIES = [
@@ -61,6 +62,9 @@ class ScorerConfig(Section):
     )
     max_clarifications: int = Field(
         default=3, ge=0, description="Clarifying questions allowed when the contract sets none."
+    )
+    judge: JudgeConfig = Field(
+        default_factory=JudgeConfig, description="Judge metrics (LLM or built-in heuristic)."
     )
 
     @field_validator("disclosure_entities")

@@ -5,6 +5,11 @@ awaits `process(session) -> [(topic, key, record)]` and publishes what it return
 goes to `turnwatch.scores`; incidents (a critical failure or failed joint success) also go to
 `turnwatch.incidents`. Records are keyed by session id, so a consumer deduplicates a redelivered
 revision on (session_id, revision).
+
+With a `flag` callable (the regression loop's flagging rules), an incident is an envelope that
+also carries the de-identified session and the reasons it was flagged: the exporter that turns
+incidents into replayable regression cases needs the transcript, which the score record alone
+does not hold. Without one, the incident is the bare score record, as before.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from scorers.checks.budgets import measure
 from scorers.checks.disclosure import OwnerIndex
 from scorers.config import ScorerConfig
 from scorers.contract import DEFAULT_CRITICAL, Contract
+from scorers.judge.evaluate import JudgeEvaluator
 from scorers.registry import ContractRegistry
 from scorers.summary import first_broken_transition, joint_success, slices
 from scorers.transcript import Transcript
@@ -37,6 +43,9 @@ from turnwatch.scores import (
 SCORES_TOPIC = "turnwatch.scores"
 INCIDENTS_TOPIC = "turnwatch.incidents"
 
+Flag = Callable[[Session, ScoreRecord], list[str]]
+"""(session, its score record) -> the reasons it is an incident; empty = not one."""
+
 log = logging.getLogger(__name__)
 
 
@@ -49,7 +58,12 @@ class Published(NamedTuple):
 
 
 class Scorer:
-    def __init__(self, config: ScorerConfig, registry: ContractRegistry | None = None) -> None:
+    def __init__(
+        self,
+        config: ScorerConfig,
+        registry: ContractRegistry | None = None,
+        judge: JudgeEvaluator | None = None,
+    ) -> None:
         if registry is None:
             registry = (
                 ContractRegistry.from_directory(config.contracts_dir)
@@ -60,6 +74,8 @@ class Scorer:
         self.registry = registry
         self.owner_index = OwnerIndex(config.owner_index_size)
         self.checks = selected(config, self.owner_index)
+        # Pass a JudgeEvaluator built on the service's metrics registry to export judge metrics.
+        self.judge = judge if judge is not None else JudgeEvaluator(config.judge)
 
     def score(self, session: Session) -> ScoreRecord:
         contract = self.registry.for_service(session.service)
@@ -99,6 +115,14 @@ class Scorer:
         )
 
     __call__ = score
+
+    async def score_with_judge(self, session: Session) -> ScoreRecord:
+        """The checks' record with the judge metrics filled in (sampled; [] when not judged)."""
+        record = self.score(session)
+        contract = self.registry.for_service(session.service)
+        role = contract.chatbot_role if contract is not None else None
+        record.metrics = await self.judge.evaluate(session, role)
+        return record
 
     def _run(
         self, spec: CheckSpec, ctx: Context, contract: Contract | None, critical: bool
@@ -144,18 +168,39 @@ def is_incident(record: ScoreRecord) -> bool:
     return bool(record.critical_failures) or record.joint_success.value is False
 
 
-def bus_processor(scorer: Scorer) -> Callable[[Session], Awaitable[list[Published]]]:
+def incident_record(session: Session, record: ScoreRecord, reasons: list[str]) -> dict[str, Any]:
+    """The incident envelope: top-level ids for the bus's dedupe, the score, the session."""
+    return {
+        "schema_version": record.schema_version,
+        "session_id": record.session_id,
+        "revision": record.revision,
+        "service": record.service,
+        "reasons": reasons,
+        "score": record.model_dump(mode="json"),
+        "session": session.model_dump(mode="json"),
+    }
+
+
+def bus_processor(
+    scorer: Scorer, flag: Flag | None = None
+) -> Callable[[Session], Awaitable[list[Published]]]:
     """The scorer role's processor: a session in, its score record (and incident) out as JSON.
 
-    Scoring runs inline on the bus's event loop: it is pure CPU work of a few milliseconds per
-    session (see benchmarks/checks.py), and the owner index is not shared across threads.
+    Scoring runs inline on the bus's event loop: the checks are pure CPU work of a few
+    milliseconds per session (see benchmarks/checks.py), and the owner index is not shared across
+    threads; judge calls are awaited, paced by the judge's own limits.
     """
 
     async def process(session: Session) -> list[Published]:
-        record = scorer.score(session)
+        record = await scorer.score_with_judge(session)
         payload = record.model_dump(mode="json")
         published = [Published(SCORES_TOPIC, record.session_id, payload)]
-        if is_incident(record):
+        if flag is not None:
+            reasons = flag(session, record)
+            if reasons:
+                envelope = incident_record(session, record, reasons)
+                published.append(Published(INCIDENTS_TOPIC, record.session_id, envelope))
+        elif is_incident(record):
             published.append(Published(INCIDENTS_TOPIC, record.session_id, payload))
         return published
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from collector.deid.config import DeidConfig
 from collector.deid.metrics import DeidMetrics
 from collector.metrics import CollectorMetrics
+from scorers.judge.telemetry import JudgeTelemetry
 from turnwatch.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,6 +38,7 @@ def test_every_metric_is_documented():
     registry = CollectorRegistry()
     CollectorMetrics(registry)
     DeidMetrics(registry, DeidConfig().all_entities())
+    JudgeTelemetry(registry)
     names = {metric.name for metric in registry.collect()}
     documented = set(re.findall(r"^\| `(turnwatch_[a-z_]+)` \|", README, flags=re.MULTILINE))
     # prometheus_client reports counters without their `_total` suffix.

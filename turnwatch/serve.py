@@ -21,6 +21,7 @@ from collector.otlp_http import create_otlp_app
 from collector.pipeline import CollectorPipeline, SessionSink
 from collector.receiver import Receiver
 from exporters.ops import ReadinessCheck, create_ops_app
+from scorers.judge.evaluate import JudgeEvaluator
 from scorers.runner import Scorer, bus_processor
 from turnwatch.bus.base import Bus
 from turnwatch.bus.metrics import BusMetrics
@@ -99,19 +100,25 @@ class Plugins:
     exporter: RecordHandler | None = None
 
 
-def _scorer_processor(settings: Settings) -> SessionProcessor:
+def _scorer_processor(settings: Settings, registry: CollectorRegistry) -> SessionProcessor:
     if settings.bus.scorer_processor:
         return load_callable(settings.bus.scorer_processor)
-    return bus_processor(Scorer(settings.scorers))
+    judge = JudgeEvaluator(settings.scorers.judge, registry)
+    return bus_processor(Scorer(settings.scorers, judge=judge))
 
 
 def _consumers(
-    role: Role, settings: Settings, bus: Bus, plugins: Plugins, stop: asyncio.Event
+    role: Role,
+    settings: Settings,
+    bus: Bus,
+    plugins: Plugins,
+    registry: CollectorRegistry,
+    stop: asyncio.Event,
 ) -> list[asyncio.Task[None]]:
     config = settings.bus
     tasks = []
     if role in ("all", "scorer"):
-        processor = plugins.scorer or _scorer_processor(settings)
+        processor = plugins.scorer or _scorer_processor(settings, registry)
         handler = scorer_handler(processor)
         tasks.append(
             asyncio.create_task(
@@ -177,7 +184,7 @@ async def serve(
     if pipeline is not None:
         collector = await _start_collector(settings, pipeline, ports)
     consumers_stop = asyncio.Event()
-    consumers = _consumers(role, settings, bus, plugins, consumers_stop) if bus else []
+    consumers = _consumers(role, settings, bus, plugins, registry, consumers_stop) if bus else []
     while not (ops_server.started and (collector is None or collector.started)):
         await asyncio.sleep(0.01)
     log.info(

@@ -1,0 +1,91 @@
+"""What every judge metric shares: its input and how it turns answers into a `Score`.
+
+A metric that cannot get every verdict it needs is unscored with the judge's reason: a partial
+set of windows or intentions would bias the score toward whichever batches happened to succeed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scorers.judge.config import JudgeConfig
+from scorers.judge.task import Answer, Judge, T, Task, Unjudged, Usage
+from scorers.judge.view import Line
+from turnwatch.schema import Session
+from turnwatch.scores import MAX_EXPLANATION_CHARS, Score
+
+REASONS = {
+    "budget_calls": "judge call budget for this hour is spent",
+    "budget_tokens": "judge token budget for this hour is spent",
+    "queue_full": "too many judge requests waiting",
+    "context_overflow": "input does not fit the judge's context window",
+    "refused": "the judge refused to answer",
+    "invalid_verdict": "the judge's answer did not match the format, after one repair",
+    "rate_limited": "the judge endpoint kept answering 429",
+    "timeout": "the judge endpoint timed out",
+    "endpoint_error": "the judge endpoint failed",
+    "bad_response": "the judge endpoint sent an unreadable response",
+    "heuristic_unsupported": "the built-in heuristic judge cannot evaluate this metric",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    session: Session
+    lines: list[Line]
+    role: str | None
+    config: JudgeConfig
+
+
+async def ask_all(
+    judge: Judge, tasks: Sequence[Task[T]], usage: Usage
+) -> list[Answer[T]] | Unjudged:
+    """Every task's answer, or the first reason one of them could not be answered."""
+    answers = await asyncio.gather(*(judge.ask(task, usage) for task in tasks))
+    for answer in answers:
+        if isinstance(answer, Unjudged):
+            return answer
+    return list(answers)  # type: ignore[arg-type]
+
+
+def _metadata(judge: Judge, usage: Usage, extra: dict[str, Any]) -> dict[str, Any]:
+    meta: dict[str, Any] = {"judge": judge.name}
+    model = getattr(judge, "model", None)
+    if model:
+        meta["model"] = model
+    meta.update(
+        calls=usage.calls,
+        cached_calls=usage.cached,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+    )
+    meta.update(extra)
+    return meta
+
+
+def scored(
+    name: str, value: float, explanation: str, judge: Judge, usage: Usage, **extra: Any
+) -> Score:
+    return Score(
+        name=name,
+        value=round(value, 4),
+        explanation=explanation[:MAX_EXPLANATION_CHARS],
+        metadata=_metadata(judge, usage, extra),
+    )
+
+
+def unscored(name: str, reason: str, judge: Judge, usage: Usage, **extra: Any) -> Score:
+    return Score(
+        name=name,
+        value=None,
+        unscored_reason=REASONS.get(reason, reason),
+        metadata=_metadata(judge, usage, {"unscored": reason, **extra}),
+    )
+
+
+def turn_list(indexes: Sequence[int], limit: int = 20) -> str:
+    shown = ", ".join(str(index) for index in sorted(indexes)[:limit])
+    return shown + (", ..." if len(indexes) > limit else "")

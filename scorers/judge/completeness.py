@@ -1,0 +1,95 @@
+"""Conversation completeness: were all of the user's intentions satisfied?
+
+Two calls whatever the number of intentions: one extracts intentions from the user turns only (the
+assistant's words add tokens, not goals), one verifies all of them against the whole conversation.
+Score = satisfied intentions / intentions.
+"""
+
+from __future__ import annotations
+
+from scorers.judge import heuristic
+from scorers.judge.base import Inputs, scored, unscored
+from scorers.judge.prompt import load
+from scorers.judge.schemas import Intentions, SatisfactionVerdicts
+from scorers.judge.task import Judge, Task, Unjudged, Usage
+from scorers.judge.view import render
+
+NAME = "conversation_completeness"
+
+
+async def conversation_completeness(inputs: Inputs, judge: Judge, usage: Usage) -> list:
+    user_lines = [line for line in inputs.lines if line.role.value == "user"]
+    if not user_lines or len(user_lines) == len(inputs.lines):
+        return [unscored(NAME, "no exchange between user and assistant", judge, usage)]
+    limit = inputs.config.max_intentions
+    extraction = load("intentions")
+    user_text = render(user_lines)
+    if len(user_text) > judge.input_budget(extraction.overhead_chars):
+        return [unscored(NAME, "context_overflow", judge, usage)]
+    answer = await judge.ask(
+        Task(
+            metric=NAME,
+            prompt=extraction,
+            values={"turns": user_text, "max": str(limit)},
+            schema=Intentions,
+            data=user_lines,
+            heuristic=heuristic.intentions,
+        ),
+        usage,
+    )
+    if isinstance(answer, Unjudged):
+        return [unscored(NAME, answer.reason, judge, usage)]
+    intentions = [text.strip() for text in answer.value.intentions if text.strip()][:limit]
+    if not intentions:
+        return [unscored(NAME, "no user intentions found", judge, usage)]
+    listed = "\n".join(f"{number}. {text}" for number, text in enumerate(intentions))
+    verification = load("satisfaction")
+    transcript = render(inputs.lines)
+    if len(transcript) > judge.input_budget(verification.overhead_chars + len(listed)):
+        # Satisfaction may come many turns after the ask: chunks would judge it blind.
+        return [unscored(NAME, "context_overflow", judge, usage, intentions=len(intentions))]
+    answer = await judge.ask(
+        Task(
+            metric=NAME,
+            prompt=verification,
+            values={"intentions": listed, "transcript": transcript},
+            schema=SatisfactionVerdicts,
+            data=(intentions, inputs.lines),
+            heuristic=heuristic.satisfaction,
+        ),
+        usage,
+    )
+    if isinstance(answer, Unjudged):
+        return [unscored(NAME, answer.reason, judge, usage, intentions=len(intentions))]
+    verdicts = {
+        item.intention: item.verdict
+        for item in answer.value.verdicts
+        if 0 <= item.intention < len(intentions)
+    }
+    if len(verdicts) < len(intentions):
+        return [
+            unscored(
+                NAME,
+                "invalid_verdict",
+                judge,
+                usage,
+                intentions=len(intentions),
+                missing_verdicts=len(intentions) - len(verdicts),
+            )
+        ]
+    unmet = [number for number, verdict in sorted(verdicts.items()) if verdict == "no"]
+    met = len(intentions) - len(unmet)
+    explanation = f"{met} of {len(intentions)} user intentions satisfied"
+    if unmet:
+        explanation += f"; unmet intention numbers {', '.join(map(str, unmet))}"
+    return [
+        scored(
+            NAME,
+            met / len(intentions),
+            explanation,
+            judge,
+            usage,
+            intentions=len(intentions),
+            unmet_intentions=unmet,
+        )
+    ]

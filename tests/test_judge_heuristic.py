@@ -1,0 +1,138 @@
+"""The built-in heuristic judge on clear cases, sampling, and the scorer/bus integration."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from scorers.config import ScorerConfig
+from scorers.judge.config import JudgeConfig
+from scorers.judge.evaluate import JudgeEvaluator
+from scorers.judge.sampling import judged
+from scorers.runner import bus_processor
+from tests.test_judge_metrics import ROLE, conversation
+from tests.test_scorers_builders import bot, session, support_scorer, user
+from turnwatch.schema import SamplingDecision, SamplingReason
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+
+
+def evaluator(**config: object) -> JudgeEvaluator:
+    return JudgeEvaluator(JudgeConfig.model_validate(config))
+
+
+def by_name(scores: list) -> dict:
+    return {score.name: score for score in scores}
+
+
+async def test_heuristic_is_the_default_and_labelled():
+    scores = by_name(await evaluator().evaluate(conversation(20), ROLE))
+    assert set(scores) == {
+        "turn_relevancy",
+        "role_adherence",
+        "knowledge_retention",
+        "conversation_completeness",
+    }
+    assert all(score.metadata["judge"] == "heuristic" for score in scores.values())
+    assert all(score.metadata["calls"] == 0 for score in scores.values())
+    assert all(score.value == 1.0 for score in scores.values()), scores
+
+
+async def test_heuristic_flags_clear_failures():
+    email = "<EMAIL_ADDRESS_0000bbbb>"
+    bad = session(
+        user("My headphones <ORDER_NUMBER_0000aaaa> stopped charging, can you replace them?"),
+        bot("I can check the order. What is your e-mail address?"),
+        user(f"It is {email}."),
+        bot("Thanks. Could you tell me your e-mail address?"),  # asks again: attrition
+        user("What is the warranty period for headphones?"),
+        bot("Isn't it a lovely day today?"),  # irrelevant
+        user("Hello??"),
+        bot("Shut up, that is a stupid question."),  # out of character
+        user("Can you at least cancel the order?"),
+        bot("I can't help with that."),
+    )
+    scores = by_name(await evaluator().evaluate(bad, ROLE))
+    assert scores["turn_relevancy"].metadata["irrelevant_turns"] == [5]
+    assert scores["role_adherence"].metadata["out_of_character_turns"] == [7]
+    assert scores["knowledge_retention"].metadata["attrition_turns"] == [3]
+    assert scores["conversation_completeness"].value < 1.0
+    assert all(0 <= score.value < 1 for score in scores.values())
+
+
+async def test_heuristic_leaves_geval_unscored():
+    scores = await evaluator(
+        metrics=["geval"], geval=[{"name": "tone", "criteria": "Warm and professional."}]
+    ).evaluate(conversation(10), ROLE)
+    assert scores[0].value is None and "heuristic" in scores[0].unscored_reason
+
+
+async def test_no_facts_or_no_exchange_is_unscored_not_zero():
+    chat = session(user("Hello"), bot("Hi! How can I help?"))
+    scores = by_name(await evaluator().evaluate(chat, ROLE))
+    assert scores["knowledge_retention"].value is None
+    assert (
+        session(user("Hello")).turns
+        and (await evaluator().evaluate(session(user("Hello")), ROLE))[0].value is None
+    )
+
+
+def test_sampling_is_a_nested_fraction_of_scored_sessions():
+    def at(fraction: float, rate: float = 0.5, reason=SamplingReason.RATE):
+        built = conversation(4)
+        built.sampling = SamplingDecision(
+            sampled=True, reason=reason, rate=rate, hash_fraction=fraction
+        )
+        return built
+
+    assert judged(at(0.1), 0.5)  # 0.1 / 0.5 = 0.2 < 0.5
+    assert not judged(at(0.3), 0.5)  # 0.6
+    assert judged(at(0.3), 0.7)  # higher rate judges a superset
+    assert judged(at(0.9, reason=SamplingReason.FORCED_ERROR), 1.0)
+    assert not judged(at(0.9, reason=SamplingReason.FORCED_ERROR), 0.5)
+    fractions = [i / 1000 * 0.5 for i in range(1000)]
+    share = sum(judged(at(f), 0.2) for f in fractions) / len(fractions)
+    assert abs(share - 0.2) < 0.01
+
+
+async def test_not_sampled_sessions_get_no_judge_scores():
+    registry = CollectorRegistry()
+    judge = JudgeEvaluator(JudgeConfig(sample_rate=0.0), registry)
+    assert await judge.evaluate(conversation(10), ROLE) == []
+    assert (
+        registry.get_sample_value("turnwatch_judge_skipped_total", {"reason": "not_sampled"}) == 1
+    )
+
+
+async def test_bus_processor_fills_metrics_with_the_contract_persona():
+    process = bus_processor(support_scorer())
+    [scores, *_] = await process(conversation(10))
+    names = {metric["name"] for metric in scores.record["metrics"]}
+    assert "role_adherence" in names and "turn_relevancy" in names
+    role = next(m for m in scores.record["metrics"] if m["name"] == "role_adherence")
+    assert role["value"] is not None  # the support-bot contract's chatbot_role was used
+
+
+def test_judge_config_is_a_scorer_config_field():
+    config = ScorerConfig.model_validate(
+        {"judge": {"sample_rate": 0.25, "relevancy": {"window": 4, "stride": 2}}}
+    )
+    assert config.judge.relevancy.stride == 2 and config.judge.sample_rate == 0.25
+
+
+def test_judge_metrics_and_config_keys_are_documented():
+    registry = CollectorRegistry()
+    JudgeEvaluator(JudgeConfig(), registry)
+    documented = set(re.findall(r"^\| `(turnwatch_[a-z_]+)` \|", README, flags=re.MULTILINE))
+    for metric in registry.collect():
+        assert metric.name in documented or f"{metric.name}_total" in documented, metric.name
+    keys = set(re.findall(r"^\| `([a-z_.]+)` \|", README, flags=re.MULTILINE))
+    for name, field in JudgeConfig.model_fields.items():
+        nested = field.annotation
+        if isinstance(nested, type) and hasattr(nested, "model_fields"):
+            for sub in nested.model_fields:
+                assert f"scorers.judge.{name}.{sub}" in keys, f"{name}.{sub}"
+        else:
+            assert f"scorers.judge.{name}" in keys, name
