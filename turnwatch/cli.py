@@ -9,6 +9,8 @@ import signal
 import sys
 from pathlib import Path
 
+from exporters.regressions.cli import add_regressions_parser, run_regressions
+from scorers.registry import ContractError
 from turnwatch import __version__
 from turnwatch.config import ConfigError, load_settings
 from turnwatch.logs import configure_logging
@@ -18,6 +20,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="turnwatch", description=__doc__)
     parser.add_argument("--version", action="version", version=f"turnwatch {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
+    add_regressions_parser(commands)
     serve = commands.add_parser("serve", help="run turnwatch (all roles in one process)")
     serve.add_argument("--config", type=Path, help="YAML configuration file")
     serve.add_argument(
@@ -113,7 +116,7 @@ def _run_serve(args: argparse.Namespace) -> int:
     except SpoolLocked as exc:
         print(f"turnwatch: cannot start: spool {exc} is used by another process", file=sys.stderr)
         return 2
-    except PluginError as exc:
+    except (PluginError, ContractError) as exc:
         print(f"turnwatch: cannot start: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
@@ -126,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return _run_serve(args)
+    if args.command == "regressions":
+        return run_regressions(args)
     return 2
 
 

@@ -21,6 +21,7 @@ from pydantic_settings import (
 )
 
 from collector.deid.config import DeidConfig
+from exporters.regressions.config import RegressionConfig
 from scorers.config import ScorerConfig
 from turnwatch.bus.config import BusConfig
 from turnwatch.section import Section
@@ -154,6 +155,7 @@ class Settings(BaseSettings):
     deid: DeidConfig = Field(default_factory=DeidConfig)
     bus: BusConfig = Field(default_factory=BusConfig)
     scorers: ScorerConfig = Field(default_factory=ScorerConfig)
+    regressions: RegressionConfig = Field(default_factory=RegressionConfig)
     data_dir: Path = Field(
         default=Path("turnwatch-data"),
         description="Where turnwatch keeps state: the generated pseudonym key, quarantine.",

@@ -21,6 +21,9 @@ from collector.otlp_http import create_otlp_app
 from collector.pipeline import CollectorPipeline, SessionSink
 from collector.receiver import Receiver
 from exporters.ops import ReadinessCheck, create_ops_app
+from exporters.regressions.api import include_incidents_api
+from exporters.regressions.flagging import Flagger
+from exporters.stage import Exporters, build_exporters
 from scorers.judge.evaluate import JudgeEvaluator
 from scorers.runner import Scorer, bus_processor
 from turnwatch.bus.base import Bus
@@ -104,7 +107,8 @@ def _scorer_processor(settings: Settings, registry: CollectorRegistry) -> Sessio
     if settings.bus.scorer_processor:
         return load_callable(settings.bus.scorer_processor)
     judge = JudgeEvaluator(settings.scorers.judge, registry)
-    return bus_processor(Scorer(settings.scorers, judge=judge))
+    flag = Flagger(settings.regressions)
+    return bus_processor(Scorer(settings.scorers, judge=judge), flag=flag)
 
 
 def _consumers(
@@ -113,6 +117,7 @@ def _consumers(
     bus: Bus,
     plugins: Plugins,
     registry: CollectorRegistry,
+    exporters: Exporters | None,
     stop: asyncio.Event,
 ) -> list[asyncio.Task[None]]:
     config = settings.bus
@@ -125,8 +130,11 @@ def _consumers(
                 bus.consume((SESSIONS,), config.kafka.scorer_group, handler, stop), name="scorer"
             )
         )
-    if role in ("all", "exporter"):
-        exporter = exporter_handler(plugins.exporter or load_callable(config.exporter_handler))
+    if role in ("all", "exporter") and exporters is not None:
+        chosen = plugins.exporter or (
+            load_callable(config.exporter_handler) if config.exporter_handler else None
+        )
+        exporter = exporter_handler(chosen or exporters.handler)
         consume = bus.consume((SCORES, INCIDENTS), config.kafka.exporter_group, exporter, stop)
         tasks.append(asyncio.create_task(consume, name="exporter"))
     return tasks
@@ -178,13 +186,20 @@ async def serve(
     ports = Ports()
     ops_sock = _bind(settings.ops.host, settings.ops.port)
     ports.ops = ops_sock.getsockname()[1]
-    ops_server, _ = _http_server(create_ops_app(registry, checks), ops_sock)
+    exporters = None
+    ops_app = create_ops_app(registry, checks)
+    if bus is not None and role in ("all", "exporter"):
+        exporters = build_exporters(settings, registry)
+        include_incidents_api(ops_app, exporters.store, settings.regressions.api_token)
+    ops_server, _ = _http_server(ops_app, ops_sock)
     ops_task = asyncio.create_task(ops_server.serve(sockets=[ops_sock]), name="ops")
     collector = None
     if pipeline is not None:
         collector = await _start_collector(settings, pipeline, ports)
     consumers_stop = asyncio.Event()
-    consumers = _consumers(role, settings, bus, plugins, registry, consumers_stop) if bus else []
+    consumers = (
+        _consumers(role, settings, bus, plugins, registry, exporters, consumers_stop) if bus else []
+    )
     while not (ops_server.started and (collector is None or collector.started)):
         await asyncio.sleep(0.01)
     log.info(

@@ -99,7 +99,8 @@ class BusConfig(Section):
         description="`module:function` the scorer role runs on each session; "
         "default: turnwatch's scorers (`scorers.*` settings).",
     )
-    exporter_handler: str = Field(
-        default="turnwatch.bus.plugins:count_records",
-        description="`module:function` the exporter role runs on each score and incident.",
+    exporter_handler: str | None = Field(
+        default=None,
+        description="`module:function` the exporter role runs on each score and incident; "
+        "default: turnwatch's exporters (regression cases).",
     )

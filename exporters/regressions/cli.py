@@ -1,0 +1,178 @@
+"""`turnwatch regressions list|show|export|replay`: the regression cases under --data-dir.
+
+`turnwatch/cli.py` adds the sub-command with `add_regressions_parser(commands)` and dispatches
+`args.command == "regressions"` to `run_regressions(args)`. Exit codes: 0 fine, 1 a replayed case
+failed (or could not be replayed), 2 usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from exporters.regressions.export import FORMATS, to_deepeval_json, to_jsonl, to_pytest
+from exporters.regressions.query import Filters, paginate
+from exporters.regressions.store import CaseStore, regressions_dir
+
+COMMAND = "regressions"
+
+
+def add_regressions_parser(subparsers: Any) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(COMMAND, help="list, show, export and replay regression cases")
+    parser.add_argument("--config", type=Path, help="YAML configuration file")
+    parser.add_argument("--data-dir", type=Path, help="state directory holding regressions/")
+    actions = parser.add_subparsers(dest="regressions_command", required=True)
+
+    listing = actions.add_parser("list", help="list cases, most recently seen first")
+    _filters(listing)
+    listing.add_argument("--limit", type=int, default=50, help="cases to show (default 50)")
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    show = actions.add_parser("show", help="print one case as JSON")
+    show.add_argument("case_id", metavar="ID")
+
+    export = actions.add_parser("export", help="write cases in another format")
+    export.add_argument("--format", choices=FORMATS, required=True)
+    export.add_argument("--output", "-o", type=Path, help="file to write (default stdout)")
+    _filters(export)
+
+    replay = actions.add_parser("replay", help="replay cases against a new chatbot version")
+    replay.add_argument("--target", required=True, help="OpenAI-compatible base URL (…/v1)")
+    replay.add_argument("--model", help="model name to send (default: the case's model)")
+    replay.add_argument(
+        "--api-key-env",
+        default="TURNWATCH_REPLAY_API_KEY",
+        help="environment variable holding the target's bearer token",
+    )
+    replay.add_argument("--case", action="append", default=[], help="replay only this case id")
+    replay.add_argument(
+        "--no-system-prompt",
+        action="store_true",
+        help="do not send the recorded system prompt (the target brings its own)",
+    )
+    _filters(replay)
+    return parser
+
+
+def _filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--service")
+    parser.add_argument("--check")
+    parser.add_argument("--slice")
+    parser.add_argument("--since", type=_when, help="ISO time (UTC unless an offset is given)")
+    parser.add_argument("--until", type=_when, help="ISO time (UTC unless an offset is given)")
+
+
+def _when(value: str) -> datetime:
+    moment = datetime.fromisoformat(value)
+    # Stored times carry an offset; a naive one could not be compared with them.
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def run_regressions(
+    args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr
+) -> int:
+    from turnwatch.config import ConfigError, load_settings
+
+    overrides = {"data_dir": args.data_dir} if args.data_dir else None
+    try:
+        settings = load_settings(args.config, overrides)
+    except ConfigError as exc:
+        print(f"turnwatch: {exc}", file=err)
+        return 2
+    store = CaseStore(regressions_dir(settings.data_dir), settings.regressions)
+    command = args.regressions_command
+    if command == "show":
+        case = store.get(args.case_id)
+        if case is None:
+            print(f"turnwatch: no regression case {args.case_id}", file=err)
+            return 2
+        print(json.dumps(case, indent=2, ensure_ascii=False), file=out)
+        return 0
+    filters = Filters(args.service, args.check, args.slice, args.since, args.until)
+    if command == "list":
+        return _list(store, filters, args, out)
+    summaries = paginate(store.summaries(), filters, limit=10**9).items
+    ids = [item["id"] for item in summaries]
+    if command == "replay" and args.case:
+        missing = sorted(set(args.case) - set(ids))
+        if missing:
+            print(f"turnwatch: no regression case {', '.join(missing)}", file=err)
+            return 2
+        ids = [case_id for case_id in ids if case_id in args.case]
+    cases = [case for case_id in ids if (case := store.get(case_id)) is not None]
+    if command == "export":
+        return _export(cases, args, out)
+    return _replay(cases, settings, settings.regressions, args, out, err)
+
+
+def _list(store: CaseStore, filters: Filters, args: argparse.Namespace, out: TextIO) -> int:
+    page = paginate(store.summaries(), filters, limit=max(args.limit, 1))
+    if args.json:
+        print(json.dumps({"items": page.items, "total": page.total}, indent=2), file=out)
+        return 0
+    print(f"{'ID':<20} {'COUNT':>5}  {'LAST SEEN':<25} {'SERVICE':<20} CHECK", file=out)
+    for item in page.items:
+        print(
+            f"{item['id']:<20} {item['occurrence_count']:>5}  {item['last_seen'][:25]:<25} "
+            f"{item['service'][:20]:<20} {item['check']}",
+            file=out,
+        )
+    print(f"{len(page.items)} of {page.total} case(s)", file=out)
+    return 0
+
+
+def _export(cases: list[dict[str, Any]], args: argparse.Namespace, out: TextIO) -> int:
+    text = {"jsonl": to_jsonl, "deepeval": to_deepeval_json, "pytest": to_pytest}[args.format](
+        cases
+    )
+    if args.output is None:
+        out.write(text)
+    else:
+        args.output.write_text(text, encoding="utf-8")
+    return 0
+
+
+def _replay(cases, settings, config, args, out: TextIO, err: TextIO) -> int:
+    from exporters.regressions.replay import ChatClient, ReplayResult, replay_cases
+    from scorers.runner import Scorer
+
+    if not cases:
+        print("turnwatch: no regression cases to replay", file=err)
+        return 2
+    tty = err.isatty()
+
+    def progress(done: int, total: int, result: ReplayResult) -> None:
+        width = 30
+        bar = "#" * (width * done // total)
+        verdict = "pass" if result.passed else "FAIL"
+        line = f"replay [{bar:<{width}}] {done}/{total} {result.case_id} {verdict}"
+        # A terminal gets one updating line; a log file gets one line per case.
+        print(f"\r{line}" if tty else line, end="" if tty and done < total else "\n", file=err)
+
+    client = ChatClient(
+        args.target,
+        timeout=config.replay_timeout_seconds,
+        api_key=os.environ.get(args.api_key_env),
+    )
+    try:
+        results = replay_cases(
+            cases,
+            client,
+            Scorer(settings.scorers),
+            model=args.model,
+            max_tool_rounds=config.replay_max_tool_rounds,
+            send_system_prompt=not args.no_system_prompt,
+            progress=progress,
+        )
+    finally:
+        client.close()
+    for result in results:
+        print(result.report(), file=out)
+    failed = sum(not result.passed for result in results)
+    print(f"{len(results) - failed} passed, {failed} failed", file=out)
+    return 1 if failed else 0

@@ -1,0 +1,161 @@
+"""Export formats: JSON Lines, DeepEval `ConversationalTestCase` JSON, a generated pytest module.
+
+DeepEval's multi-turn test case has `turns` (role `user` or `assistant`, `content`, optional
+`tools_called` of `name`/`input_parameters`/`output`), `scenario`, `expected_outcome`,
+`user_description`, `chatbot_role`, `context`, `name`, `additional_metadata`, `comments` and
+`tags`. DeepEval has no tool role: tool calls go on the assistant turn that made them, and an
+assistant turn that only called tools is folded into the next assistant answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from exporters.regressions.case import Case
+
+FORMATS = ("jsonl", "deepeval", "pytest")
+
+
+def to_jsonl(cases: Iterable[Case]) -> str:
+    return "".join(json.dumps(case, ensure_ascii=False) + "\n" for case in cases)
+
+
+def _expected_outcome(case: Case) -> str:
+    parts = []
+    success = case["success"].get("any_of") or []
+    if success:
+        tools = " or ".join(item["tool"] for item in success)
+        parts.append(f"the task completes through {tools} meeting its success condition")
+    else:
+        parts.append("the user's task completes or is handed to a human")
+    if case["forbidden_actions"]:
+        parts.append(f"without the forbidden actions {', '.join(case['forbidden_actions'])}")
+    if case["critical_failures"]:
+        parts.append(f"and without any of {', '.join(case['critical_failures'])}")
+    return "The conversation ends with " + " ".join(parts) + "."
+
+
+def to_deepeval(case: Case) -> dict[str, Any]:
+    turns: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    for turn in case["turns"]:
+        if turn["role"] == "user":
+            if pending:
+                turns.append(_tool_only_turn(pending))
+                pending = []
+            turns.append({"role": "user", "content": turn["content"] or ""})
+        elif turn["role"] == "assistant":
+            pending += [
+                {
+                    "name": call["name"],
+                    "input_parameters": call["arguments"]
+                    if isinstance(call["arguments"], dict)
+                    else {"value": call["arguments"]},
+                    "output": call["error"] if call["error"] else call["result"],
+                }
+                for call in turn.get("tool_calls", [])
+            ]
+            if turn["content"]:
+                out: dict[str, Any] = {"role": "assistant", "content": turn["content"]}
+                if pending:
+                    out["tools_called"], pending = pending, []
+                turns.append(out)
+    if pending:
+        turns.append(_tool_only_turn(pending))
+    findings = case["findings"]
+    return {
+        "name": case["case_id"],
+        "scenario": case["scenario"],
+        "expected_outcome": _expected_outcome(case),
+        "user_description": f"A pseudonymous production user of {case['signature']['service']}.",
+        "chatbot_role": case.get("chatbot_role"),
+        "context": case["initial_state"].get("system_instructions") or None,
+        "turns": turns,
+        "tags": case["slice"],
+        "comments": f"turnwatch regression, seen {case['occurrence_count']} time(s)",
+        "additional_metadata": {
+            "case_id": case["case_id"],
+            "dataset_version": case["dataset_version"],
+            "rubric_version": case["rubric_version"],
+            "signature": case["signature"],
+            "first_broken_transition": findings["first_broken_transition"],
+            "failed_checks": [item["check"] for item in findings["failed_checks"]],
+            "critical_failures": [item["check"] for item in findings["critical_failures"]],
+        },
+    }
+
+
+def _tool_only_turn(calls: list[dict[str, Any]]) -> dict[str, Any]:
+    names = ", ".join(call["name"] for call in calls)
+    return {"role": "assistant", "content": f"[called {names}]", "tools_called": calls}
+
+
+def to_deepeval_json(cases: Iterable[Case]) -> str:
+    # DeepEval requires at least one turn; a case without any has nothing to evaluate.
+    converted = [to_deepeval(case) for case in cases]
+    return json.dumps([item for item in converted if item["turns"]], indent=2) + "\n"
+
+
+PYTEST_TEMPLATE = '''"""Regression cases exported by `turnwatch regressions export --format pytest`.
+
+Each case replays its recorded user turns against the chatbot at TURNWATCH_REPLAY_TARGET (an
+OpenAI-compatible endpoint), answers tool calls from the recorded trace, scores the transcript
+with turnwatch's scorers and the configured contracts (TURNWATCH_CONFIG or TURNWATCH_*
+variables), and fails when the recorded failure recurs. Cases hold de-identified content only.
+"""
+
+import json
+
+import pytest
+
+from exporters.regressions.export import replay_from_environment
+
+CASES = json.loads({cases!r})
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case["case_id"] for case in CASES])
+def test_regression_case(case):
+    result = replay_from_environment(case)
+    assert result.passed, result.report()
+'''
+
+
+def to_pytest(cases: Iterable[Case]) -> str:
+    return PYTEST_TEMPLATE.format(cases=json.dumps(list(cases), ensure_ascii=False))
+
+
+def replay_from_environment(case: Case):  # -> ReplayResult (import kept lazy for pytest start)
+    """The generated module's step: settings from the environment, one case replayed."""
+    import os
+    from pathlib import Path
+
+    import pytest
+
+    from exporters.regressions.config import RegressionConfig
+    from exporters.regressions.replay import ChatClient, replay_case
+    from scorers.runner import Scorer
+    from turnwatch.config import load_settings
+
+    target = os.environ.get("TURNWATCH_REPLAY_TARGET")
+    if not target:
+        pytest.skip("set TURNWATCH_REPLAY_TARGET to the chatbot's OpenAI-compatible endpoint")
+    config_path = os.environ.get("TURNWATCH_CONFIG")
+    settings = load_settings(Path(config_path) if config_path else None)
+    regressions = getattr(settings, "regressions", RegressionConfig())
+    client = ChatClient(
+        target,
+        timeout=regressions.replay_timeout_seconds,
+        api_key=os.environ.get("TURNWATCH_REPLAY_API_KEY"),
+    )
+    try:
+        return replay_case(
+            case,
+            client,
+            Scorer(settings.scorers),
+            model=os.environ.get("TURNWATCH_REPLAY_MODEL"),
+            max_tool_rounds=regressions.replay_max_tool_rounds,
+        )
+    finally:
+        client.close()

@@ -1,0 +1,80 @@
+"""Filtering and keyset pagination of case summaries (shared by the API and the CLI).
+
+Newest first: ordered by (last_seen, id) descending. The cursor is the (last_seen, id) of the
+last item returned, so a page boundary stays put when new cases arrive while a client pages.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+
+class BadCursor(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Filters:
+    service: str | None = None
+    check: str | None = None
+    slice: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def match(self, item: dict[str, Any]) -> bool:
+        seen = _time(item["last_seen"])
+        return (
+            (self.service is None or item["service"] == self.service)
+            # A signature's check can be several critical checks joined with "+".
+            and (self.check is None or self.check in item["check"].split("+"))
+            and (self.slice is None or self.slice in item["slices"])
+            and (self.since is None or seen >= self.since)
+            and (self.until is None or seen < self.until)
+        )
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[dict[str, Any]]
+    total: int
+    next_cursor: str | None
+
+
+def _time(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
+def _key(item: dict[str, Any]) -> tuple[datetime, str]:
+    return _time(item["last_seen"]), item["id"]
+
+
+def encode_cursor(item: dict[str, Any]) -> str:
+    raw = json.dumps([item["last_seen"], item["id"]]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        last_seen, case_id = json.loads(raw)
+        return _time(last_seen), str(case_id)
+    except (binascii.Error, ValueError, TypeError) as exc:
+        raise BadCursor("invalid cursor") from exc
+
+
+def paginate(
+    summaries: list[dict[str, Any]], filters: Filters, limit: int, cursor: str | None = None
+) -> Page:
+    matched = sorted((s for s in summaries if filters.match(s)), key=_key, reverse=True)
+    start = 0
+    if cursor:
+        after = decode_cursor(cursor)
+        start = next((i for i, item in enumerate(matched) if _key(item) < after), len(matched))
+    items = matched[start : start + limit]
+    more = start + limit < len(matched)
+    return Page(items, len(matched), encode_cursor(items[-1]) if more and items else None)

@@ -1,0 +1,278 @@
+"""Regression cases on disk: one JSON file per failure signature under `<data_dir>/regressions/`.
+
+A file is named by its case id (`rc-<16 hex>.json`, a digest of the signature), so the same
+failure always lands in the same file: a recurrence appends an occurrence and bumps the count
+instead of adding a file. Each session revision is taken once (at-least-once delivery repeats
+them); a later revision of a session already listed updates its occurrence without counting it
+again, and refreshes the case's transcript when that session is the case's exemplar (a later
+revision holds more of the conversation). Files are replaced atomically (write, then rename), so
+a reader never sees half a case. Retention is bounded: past `max_cases` the least recently seen
+case is deleted and counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from exporters.regressions.case import Case, NotDeidentified, build_case, occurrence
+from exporters.regressions.config import RegressionConfig
+from exporters.regressions.metrics import Outcome, RegressionMetrics
+from exporters.regressions.schema import CaseInvalid, validate_case
+from exporters.regressions.signature import signature
+from scorers.contract import Contract
+from turnwatch.schema import Session
+from turnwatch.scores import ScoreRecord
+
+log = logging.getLogger("turnwatch.regressions")
+
+SEEN_REVISIONS = 100_000
+"""(session, revision) digests remembered across all cases so a redelivery is a no-op."""
+
+ContractLookup = Callable[[str], Contract | None]
+
+EXEMPLAR_FIELDS = (
+    "scenario",
+    "slice",
+    "initial_state",
+    "turns",
+    "required_facts",
+    "forbidden_actions",
+    "success",
+    "critical_failures",
+    "rubric_version",
+    "chatbot_role",
+    "provenance",
+    "findings",
+)
+
+
+def regressions_dir(data_dir: Path) -> Path:
+    return data_dir / "regressions"
+
+
+def summary(case: Case) -> dict[str, Any]:
+    """What listing needs, without the transcript."""
+    return {
+        "id": case["case_id"],
+        "service": case["signature"]["service"],
+        "check": case["signature"]["check"],
+        "transition": case["signature"]["transition"],
+        "slices": case["slice"],
+        "reasons": case["findings"]["reasons"],
+        "scenario": case["scenario"],
+        "rubric_version": case["rubric_version"],
+        "dataset_version": case["dataset_version"],
+        "occurrence_count": case["occurrence_count"],
+        "first_seen": case["first_seen"],
+        "last_seen": case["last_seen"],
+    }
+
+
+class CaseStore:
+    def __init__(
+        self,
+        directory: Path,
+        config: RegressionConfig | None = None,
+        metrics: RegressionMetrics | None = None,
+        contracts: ContractLookup | None = None,
+    ) -> None:
+        self.directory = directory
+        self.config = config or RegressionConfig()
+        self.metrics = metrics
+        self.contracts = contracts or (lambda service: None)
+        self._lock = threading.Lock()
+        self._summaries: dict[str, dict[str, Any]] = {}
+        self._revisions: OrderedDict[bytes, None] = OrderedDict()
+        self._mtime: int | None = None
+        self._scan()
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def path(self, case_id: str) -> Path:
+        return self.directory / f"{case_id}.json"
+
+    def summaries(self) -> list[dict[str, Any]]:
+        with self._lock:
+            if self._changed_on_disk():
+                self._scan()
+            return list(self._summaries.values())
+
+    def get(self, case_id: str) -> Case | None:
+        # Ids come from URLs and the command line: only a well-formed id touches the disk.
+        if not _valid_id(case_id):
+            return None
+        return _read(self.path(case_id))
+
+    def cases(self) -> Iterator[Case]:
+        for item in sorted(self.summaries(), key=lambda s: s["id"]):
+            case = self.get(item["id"])
+            if case is not None:
+                yield case
+
+    def _changed_on_disk(self) -> bool:
+        try:
+            return self.directory.stat().st_mtime_ns != self._mtime
+        except FileNotFoundError:
+            return self._mtime is not None
+
+    def _scan(self) -> None:
+        self._summaries.clear()
+        try:
+            self._mtime = self.directory.stat().st_mtime_ns
+        except FileNotFoundError:
+            self._mtime = None
+            return
+        for file in sorted(self.directory.glob("rc-*.json")):
+            case = _read(file)
+            if case is None:
+                continue
+            try:
+                self._summaries[case["case_id"]] = summary(case)
+                for item in case["occurrences"]:
+                    self._remember(item["session_id"], item["revision"])
+            except (KeyError, TypeError):
+                # A hand-edited or foreign file must not stop the store from starting.
+                log.warning("malformed regression case skipped", extra={"file": file.name})
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def record(
+        self,
+        session: Session,
+        record: ScoreRecord,
+        reasons: list[str],
+        now: datetime | None = None,
+    ) -> Outcome:
+        """Turn one incident into a new case or an occurrence of an existing one."""
+        outcome = self._record(session, record, reasons, now or datetime.now(UTC))
+        if self.metrics is not None:
+            self.metrics.count(outcome)
+            self.metrics.cases.set(len(self._summaries))
+        return outcome
+
+    def _record(
+        self, session: Session, record: ScoreRecord, reasons: list[str], now: datetime
+    ) -> Outcome:
+        if not reasons:
+            return "invalid"  # not flagged: nothing says why it would be a regression
+        sig = signature(session, record, reasons)
+        contract = self.contracts(session.service)
+        try:
+            fresh = build_case(
+                session, record, reasons, sig, self.config.dataset_version, contract, now
+            )
+        except NotDeidentified:
+            return "not_deidentified"
+        with self._lock:
+            if self._changed_on_disk():
+                self._scan()
+            if self._seen(session.session_id, session.revision):
+                return "duplicate"
+            existing = self.get(sig.case_id) if sig.case_id in self._summaries else None
+            if existing is None:
+                case, outcome = fresh, "new_case"
+            else:
+                case, outcome = self._merge(existing, fresh, session, reasons, now)
+            try:
+                validate_case(case)
+            except CaseInvalid as exc:
+                log.error("regression case invalid", extra={"case_id": sig.case_id, "error": exc})
+                return "schema_invalid"
+            if outcome == "new_case":
+                self._make_room()
+            try:
+                self._write(case)
+            except OSError as exc:
+                log.error(
+                    "regression case write failed",
+                    extra={"case_id": sig.case_id, "error": exc.strerror},
+                )
+                return "write_error"
+            self._remember(session.session_id, session.revision)
+            return outcome
+
+    def _merge(
+        self, case: Case, fresh: Case, session: Session, reasons: list[str], now: datetime
+    ) -> tuple[Case, Outcome]:
+        entry = occurrence(session, reasons, now)
+        listed = [item for item in case["occurrences"] if item["session_id"] != session.session_id]
+        known = len(listed) < len(case["occurrences"])
+        case["occurrences"] = [*listed, entry][-self.config.max_occurrences :]
+        case["last_seen"] = fresh["last_seen"]
+        exemplar = case["provenance"]
+        if exemplar["session_id"] == session.session_id and session.revision > exemplar["revision"]:
+            case.update({field: fresh[field] for field in EXEMPLAR_FIELDS})
+        if known:
+            return case, "new_revision"
+        case["occurrence_count"] += 1
+        return case, "recurrence"
+
+    def _make_room(self) -> None:
+        while len(self._summaries) >= self.config.max_cases:
+            oldest = min(self._summaries.values(), key=lambda s: (s["last_seen"], s["id"]))
+            self.path(oldest["id"]).unlink(missing_ok=True)
+            del self._summaries[oldest["id"]]
+            if self.metrics is not None:
+                self.metrics.evicted.inc()
+
+    def _write(self, case: Case) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        target = self.path(case["case_id"])
+        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        data = json.dumps(case, indent=2, ensure_ascii=False).encode()
+        # Case files hold production conversations (de-identified): owner-only by default.
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            with os.fdopen(descriptor, "wb") as file:
+                file.write(data)
+            os.replace(temporary, target)
+        except OSError:
+            temporary.unlink(missing_ok=True)
+            raise
+        self._summaries[case["case_id"]] = summary(case)
+        self._mtime = self.directory.stat().st_mtime_ns
+
+    def _seen(self, session_id: str, revision: int) -> bool:
+        return _digest(session_id, revision) in self._revisions
+
+    def _remember(self, session_id: str, revision: int) -> None:
+        key = _digest(session_id, revision)
+        self._revisions[key] = None
+        self._revisions.move_to_end(key)
+        if len(self._revisions) > SEEN_REVISIONS:
+            self._revisions.popitem(last=False)
+
+
+def _digest(session_id: str, revision: int) -> bytes:
+    return hashlib.blake2b(f"{session_id}\x00{revision}".encode(), digest_size=8).digest()
+
+
+def _valid_id(case_id: str) -> bool:
+    return (
+        len(case_id) == 19
+        and case_id.startswith("rc-")
+        and all(c in "0123456789abcdef" for c in case_id[3:])
+    )
+
+
+def _read(file: Path) -> Case | None:
+    try:
+        case = json.loads(file.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        log.warning("unreadable regression case skipped", extra={"file": file.name})
+        return None
+    if not isinstance(case, dict) or not _valid_id(str(case.get("case_id"))):
+        log.warning("malformed regression case skipped", extra={"file": file.name})
+        return None
+    return case
