@@ -23,6 +23,7 @@ from collector.receiver import Receiver
 from exporters.ops import ReadinessCheck, create_ops_app
 from exporters.regressions.api import include_incidents_api
 from exporters.regressions.flagging import Flagger
+from exporters.regressions.handler import chain
 from exporters.stage import Exporters, build_exporters
 from scorers.judge.evaluate import JudgeEvaluator
 from scorers.runner import Scorer, bus_processor
@@ -101,6 +102,8 @@ class Plugins:
 
     scorer: SessionProcessor | None = None
     exporter: RecordHandler | None = None
+    observer: RecordHandler | None = None
+    """Runs after the exporter on each score and incident (the demo's summary reads them)."""
 
 
 def _scorer_processor(settings: Settings, registry: CollectorRegistry) -> SessionProcessor:
@@ -134,7 +137,10 @@ def _consumers(
         chosen = plugins.exporter or (
             load_callable(config.exporter_handler) if config.exporter_handler else None
         )
-        exporter = exporter_handler(chosen or exporters.handler)
+        handler = chosen or exporters.handler
+        if plugins.observer is not None:
+            handler = chain(handler, plugins.observer)
+        exporter = exporter_handler(handler)
         consume = bus.consume((SCORES, INCIDENTS), config.kafka.exporter_group, exporter, stop)
         tasks.append(asyncio.create_task(consume, name="exporter"))
     return tasks
