@@ -7,7 +7,15 @@ from typing import Any
 
 import orjson
 
-from collector.records import LogView, Message, Observation, SpanView, ToolCallPart
+from collector.records import (
+    LogView,
+    Message,
+    Observation,
+    ObservationKind,
+    SpanView,
+    ToolCallPart,
+    ToolExecution,
+)
 
 ROLE_ALIASES = {
     "system": "system",
@@ -180,3 +188,28 @@ def first_int(attributes: dict[str, Any], *keys: str) -> int | None:
         if isinstance(value, str) and value.isascii() and value.isdecimal():
             return int(value)
     return None
+
+
+def tool_execution(
+    span: SpanView,
+    dialect: str,
+    call_id: str | None,
+    name: str,
+    arguments: Any,
+    result: Any,
+    error: str | None,
+) -> Observation:
+    """A span that ran a tool: what it was asked and what it returned (JSON strings parsed)."""
+    result = maybe_json(result)
+    return Observation(
+        kind=ObservationKind.TOOL_EXECUTION,
+        dialect=dialect,
+        trace_id=span.trace_id,
+        span_id=span.span_id,
+        start_ns=span.start_ns,
+        end_ns=span.end_ns,
+        tool=ToolExecution(
+            call_id=call_id, name=name, arguments=maybe_json(arguments), result=result, error=error
+        ),
+        size_bytes=256 + (len(result) if isinstance(result, str) else 0),
+    )

@@ -22,6 +22,7 @@ from collector.dialects.base import (
     salvage_json,
     text_or_marker,
     tool_call_part,
+    tool_execution,
 )
 from collector.records import (
     STATUS_ERROR,
@@ -30,7 +31,6 @@ from collector.records import (
     Observation,
     ObservationKind,
     SpanView,
-    ToolExecution,
 )
 
 INPUT_MESSAGES = "gen_ai.input.messages"
@@ -208,23 +208,14 @@ class GenAISpanDecoder(SpanDecoder):
         if not isinstance(operation, str):
             operation = None
         if operation == "execute_tool" or (operation is None and "gen_ai.tool.name" in attributes):
-            arguments = maybe_json(attributes.get("gen_ai.tool.call.arguments"))
-            result = maybe_json(attributes.get("gen_ai.tool.call.result"))
-            return Observation(
-                kind=ObservationKind.TOOL_EXECUTION,
-                dialect=self.name,
-                trace_id=span.trace_id,
-                span_id=span.span_id,
-                start_ns=span.start_ns,
-                end_ns=span.end_ns,
-                tool=ToolExecution(
-                    call_id=first_str(attributes, "gen_ai.tool.call.id"),
-                    name=first_str(attributes, "gen_ai.tool.name") or "unknown",
-                    arguments=arguments,
-                    result=result,
-                    error=_error_text(span),
-                ),
-                size_bytes=256 + (len(result) if isinstance(result, str) else 0),
+            return tool_execution(
+                span,
+                self.name,
+                call_id=first_str(attributes, "gen_ai.tool.call.id"),
+                name=first_str(attributes, "gen_ai.tool.name") or "unknown",
+                arguments=attributes.get("gen_ai.tool.call.arguments"),
+                result=attributes.get("gen_ai.tool.call.result"),
+                error=_error_text(span),
             )
         has_content = INPUT_MESSAGES in attributes or OUTPUT_MESSAGES in attributes
         if not has_content and operation not in INFERENCE_OPERATIONS:

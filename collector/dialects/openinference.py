@@ -16,6 +16,7 @@ from collector.dialects.base import (
     normalise_role,
     text_or_marker,
     tool_call_part,
+    tool_execution,
 )
 from collector.dialects.flattened import deferred_messages, has_prefix, indexed, prefixed_size
 from collector.records import (
@@ -24,7 +25,6 @@ from collector.records import (
     Observation,
     ObservationKind,
     SpanView,
-    ToolExecution,
 )
 
 
@@ -87,22 +87,14 @@ class OpenInferenceDecoder(SpanDecoder):
             error = None
             if span.status_code == STATUS_ERROR:
                 error = first_str(attributes, "exception.type", "error.type") or "error"
-            result = maybe_json(attributes.get("output.value"))
-            return Observation(
-                kind=ObservationKind.TOOL_EXECUTION,
-                dialect=self.name,
-                trace_id=span.trace_id,
-                span_id=span.span_id,
-                start_ns=span.start_ns,
-                end_ns=span.end_ns,
-                tool=ToolExecution(
-                    call_id=first_str(attributes, "tool.id", "tool_call.id"),
-                    name=first_str(attributes, "tool.name") or span.name or "unknown",
-                    arguments=maybe_json(attributes.get("input.value")),
-                    result=result,
-                    error=error,
-                ),
-                size_bytes=256 + (len(result) if isinstance(result, str) else 0),
+            return tool_execution(
+                span,
+                self.name,
+                call_id=first_str(attributes, "tool.id", "tool_call.id"),
+                name=first_str(attributes, "tool.name") or span.name or "unknown",
+                arguments=attributes.get("input.value"),
+                result=attributes.get("output.value"),
+                error=error,
             )
         if not has_prefix(attributes, *MESSAGE_PREFIXES):
             return None

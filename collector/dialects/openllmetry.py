@@ -19,6 +19,7 @@ from collector.dialects.base import (
     normalise_role,
     text_or_marker,
     tool_call_part,
+    tool_execution,
 )
 from collector.dialects.flattened import deferred_messages, has_prefix, indexed, prefixed_size
 from collector.records import (
@@ -27,7 +28,6 @@ from collector.records import (
     Observation,
     ObservationKind,
     SpanView,
-    ToolExecution,
 )
 
 
@@ -92,23 +92,14 @@ class OpenLLMetryDecoder(SpanDecoder):
     def decode(self, span: SpanView) -> Observation | None:
         attributes = span.attributes
         if attributes.get("traceloop.span.kind") == "tool":
-            error = "error" if span.status_code == STATUS_ERROR else None
-            output = maybe_json(attributes.get("traceloop.entity.output"))
-            return Observation(
-                kind=ObservationKind.TOOL_EXECUTION,
-                dialect=self.name,
-                trace_id=span.trace_id,
-                span_id=span.span_id,
-                start_ns=span.start_ns,
-                end_ns=span.end_ns,
-                tool=ToolExecution(
-                    call_id=first_str(attributes, "gen_ai.tool.call.id"),
-                    name=first_str(attributes, "traceloop.entity.name") or span.name or "unknown",
-                    arguments=maybe_json(attributes.get("traceloop.entity.input")),
-                    result=output,
-                    error=error,
-                ),
-                size_bytes=256 + (len(output) if isinstance(output, str) else 0),
+            return tool_execution(
+                span,
+                self.name,
+                call_id=first_str(attributes, "gen_ai.tool.call.id"),
+                name=first_str(attributes, "traceloop.entity.name") or span.name or "unknown",
+                arguments=attributes.get("traceloop.entity.input"),
+                result=attributes.get("traceloop.entity.output"),
+                error="error" if span.status_code == STATUS_ERROR else None,
             )
         if not has_prefix(attributes, *MESSAGE_PREFIXES):
             return None
