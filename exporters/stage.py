@@ -1,5 +1,5 @@
-"""The exporter stage as `turnwatch serve` runs it: score records and incidents in, regression
-cases on disk (and the incidents API that reads them) out."""
+"""The exporter stage as `turnwatch serve` runs it: score records and incidents in, Prometheus
+score metrics and drift gauges, and regression cases on disk (read by the incidents API) out."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry
 from exporters.regressions.handler import IncidentHandler, chain
 from exporters.regressions.metrics import RegressionMetrics
 from exporters.regressions.store import CaseStore, regressions_dir
+from exporters.score_exporter import ScoreExporter
 from scorers.registry import ContractRegistry
 from turnwatch.bus.plugins import RecordHandler
 from turnwatch.config import Settings
@@ -32,4 +33,5 @@ def build_exporters(settings: Settings, registry: CollectorRegistry) -> Exporter
         RegressionMetrics(registry),
         contracts,
     )
-    return Exporters(handler=chain(IncidentHandler(store)), store=store)
+    scores = ScoreExporter(registry, settings.exporter)
+    return Exporters(handler=chain(scores.handle, IncidentHandler(store)), store=store)

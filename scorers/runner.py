@@ -99,6 +99,7 @@ class Scorer:
                 else None
             ),
             scored_at=datetime.now(UTC),
+            session_ended_at=session.ended_at,
             turn_level=by_level[Level.TURN],
             trajectory_level=by_level[Level.TRAJECTORY],
             session_level=by_level[Level.SESSION],

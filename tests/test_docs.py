@@ -5,13 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry
 from pydantic import BaseModel
 
-from collector.deid.config import DeidConfig
-from collector.deid.metrics import DeidMetrics
-from collector.metrics import CollectorMetrics
-from scorers.judge.telemetry import JudgeTelemetry
+from tests.metric_catalogue import full_registry
 from turnwatch.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,11 +31,7 @@ def test_every_config_key_is_documented():
 
 
 def test_every_metric_is_documented():
-    registry = CollectorRegistry()
-    CollectorMetrics(registry)
-    DeidMetrics(registry, DeidConfig().all_entities())
-    JudgeTelemetry(registry)
-    names = {metric.name for metric in registry.collect()}
+    names = {metric.name for metric in full_registry().collect()}
     documented = set(re.findall(r"^\| `(turnwatch_[a-z_]+)` \|", README, flags=re.MULTILINE))
     # prometheus_client reports counters without their `_total` suffix.
     missing = {

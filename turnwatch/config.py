@@ -21,6 +21,7 @@ from pydantic_settings import (
 )
 
 from collector.deid.config import DeidConfig
+from exporters.config import ExporterConfig
 from exporters.regressions.config import RegressionConfig
 from scorers.config import ScorerConfig
 from turnwatch.bus.config import BusConfig
@@ -156,6 +157,7 @@ class Settings(BaseSettings):
     bus: BusConfig = Field(default_factory=BusConfig)
     scorers: ScorerConfig = Field(default_factory=ScorerConfig)
     regressions: RegressionConfig = Field(default_factory=RegressionConfig)
+    exporter: ExporterConfig = Field(default_factory=ExporterConfig)
     data_dir: Path = Field(
         default=Path("turnwatch-data"),
         description="Where turnwatch keeps state: the generated pseudonym key, quarantine.",

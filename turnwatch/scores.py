@@ -132,6 +132,9 @@ class ScoreRecord(WireModel):
     service: str
     contract: ContractRef | None = Field(description="None: no contract, generic checks only.")
     scored_at: datetime
+    session_ended_at: datetime | None = Field(
+        default=None, description="The session's last span: the start of end-to-end latency."
+    )
     turn_level: list[CheckResult] = Field(default_factory=list)
     trajectory_level: list[CheckResult] = Field(default_factory=list)
     session_level: list[CheckResult] = Field(default_factory=list)

@@ -1,0 +1,166 @@
+"""The score exporter: one ScoreRecord in, Prometheus metrics and drift gauges updated.
+
+Delivery is at-least-once, so the same session revision can arrive twice (a redelivery after a
+rebalance, or the same record read from `turnwatch.scores` by a restarted consumer). A bounded
+LRU of (session_id, revision) digests makes the second arrival a no-op, so counters count each
+revision once. Memory stays bounded: the LRU, the label limiters and the drift windows all have
+configured caps, and drift trackers exist only per admitted (service, metric) label pair.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+from pydantic import ValidationError
+
+from exporters.config import ExporterConfig
+from exporters.drift import DriftTracker
+from exporters.labels import LabelLimiter, reason_code
+from exporters.score_metrics import JOINT_OUTCOMES, SCORE_BUCKETS, ScoreMetrics
+from turnwatch.bus.records import SCORES, Output
+from turnwatch.scores import Score, ScoreRecord, Status
+
+
+class RevisionLog:
+    """Bounded LRU of seen (session_id, revision) pairs, stored as 8-byte digests (not ids)."""
+
+    def __init__(self, max_entries: int) -> None:
+        self.max_entries = max_entries
+        self._seen: OrderedDict[bytes, None] = OrderedDict()
+
+    def first_time(self, session_id: str, revision: int) -> bool:
+        digest = hashlib.blake2b(f"{session_id}\x00{revision}".encode(), digest_size=8).digest()
+        if digest in self._seen:
+            self._seen.move_to_end(digest)
+            return False
+        self._seen[digest] = None
+        if len(self._seen) > self.max_entries:
+            self._seen.popitem(last=False)
+        return True
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+
+class ScoreExporter:
+    def __init__(self, registry: CollectorRegistry, config: ExporterConfig | None = None) -> None:
+        self.config = config = config or ExporterConfig()
+        self.metrics = ScoreMetrics(registry)
+        overflow = self._count_overflow
+        self.service = LabelLimiter("service", config.max_services, config.services, overflow)
+        self.metric = LabelLimiter("metric", config.max_metrics, config.metrics, overflow)
+        self.check = LabelLimiter("check", config.max_checks, config.checks, overflow)
+        self.reason = LabelLimiter("reason", config.max_reasons, (), overflow)
+        self.revisions = RevisionLog(config.dedupe_entries)
+        self.drift: dict[tuple[str, str], DriftTracker] = {}
+
+    def _count_overflow(self, label: str) -> None:
+        self.metrics.label_overflow.labels(label).inc()
+
+    def observe(
+        self,
+        record: ScoreRecord,
+        session_ended_at: datetime | None = None,
+        now: float | None = None,
+    ) -> bool:
+        """Count one score record; False when this revision was already counted.
+
+        `session_ended_at` (the session's last span) gives the end-to-end latency; the score
+        record does not carry it, so only callers that hold the session can pass it.
+        """
+        if not self.revisions.first_time(record.session_id, record.revision):
+            self.metrics.records.labels("duplicate").inc()
+            return False
+        now = time.time() if now is None else now
+        m = self.metrics
+        service = self.service(record.service)
+        m.records.labels("exported").inc()
+        m.sessions_scored.labels(service).inc()
+        # Series a ratio divides by must exist (at 0) before the first failure happens.
+        m.critical_sessions.labels(service)
+        for joint in JOINT_OUTCOMES:
+            m.joint_success.labels(service, joint)
+        for score in record.metrics:
+            self._observe_score(service, score)
+        self._observe_checks(service, record)
+        outcome = {True: "success", False: "failure", None: "unscored"}[record.joint_success.value]
+        m.joint_success.labels(service, outcome).inc()
+        budgets = record.budgets
+        m.tokens.labels(service, "input").inc(max(budgets.input_tokens, 0))
+        m.tokens.labels(service, "output").inc(max(budgets.output_tokens, 0))
+        if budgets.cost_usd is not None and budgets.cost_usd > 0:
+            m.cost.labels(service).inc(budgets.cost_usd)
+        m.session_latency.labels(service).observe(max(budgets.latency_ms, 0.0) / 1000)
+        # Clocks of the chatbot, scorer and exporter hosts differ a little: clamp at 0.
+        m.export_delay.observe(max(now - record.scored_at.timestamp(), 0.0))
+        if session_ended_at is not None:
+            m.end_to_end.observe(max(now - session_ended_at.timestamp(), 0.0))
+        m.last_exported.set(now)
+        return True
+
+    def _observe_score(self, service: str, score: Score) -> None:
+        m = self.metrics
+        metric = self.metric(score.name)
+        # Judge calls, tokens and spend are counted where the judge runs (scorers/judge/telemetry).
+        if score.value is None:
+            m.metric_unscored.labels(
+                service, metric, self.reason(reason_code(score.unscored_reason))
+            ).inc()
+        else:
+            # Validation allows any float; a judge bug must not put 7.0 in the [0, 1] histogram.
+            value = min(max(score.value, 0.0), 1.0)
+            m.score.labels(service, metric).observe(value)
+            self._drift(service, metric, value)
+
+    def _observe_checks(self, service: str, record: ScoreRecord) -> None:
+        m = self.metrics
+        for result in record.results():
+            check = self.check(result.check)
+            m.check_results.labels(service, check, result.status.value).inc()
+            if result.status is Status.UNSCORED:
+                reason = self.reason(reason_code(result.unscored_reason))
+                m.check_unscored.labels(service, check, reason).inc()
+            for finding in result.findings:
+                m.findings.labels(service, self.check(finding.check), finding.severity.value).inc()
+        for finding in record.critical_failures:
+            m.critical_failures.labels(service, self.check(finding.check)).inc()
+        if record.critical_failures:
+            m.critical_sessions.labels(service).inc()
+
+    def _drift(self, service: str, metric: str, value: float) -> None:
+        if not self.config.drift.enabled:
+            return
+        key = (service, metric)
+        tracker = self.drift.get(key)
+        if tracker is None:
+            # Bounded: keys are admitted label values, at most max_services x max_metrics (+other).
+            tracker = self.drift[key] = DriftTracker(self.config.drift, SCORE_BUCKETS)
+        reading = tracker.add(value)
+        m = self.metrics
+        m.drift_mean_shift.labels(service, metric).set(reading.mean_shift)
+        m.drift_psi.labels(service, metric).set(reading.psi)
+        m.drift_window.labels(service, metric, "recent").set(reading.recent)
+        m.drift_window.labels(service, metric, "baseline").set(reading.baseline)
+
+    async def handle(self, topic: str, record: dict[str, Any]) -> Sequence[Output]:
+        """The exporter role's bus handler (`RecordHandler`): counts `turnwatch.scores` records.
+
+        Incidents carry the same records and are left to the regression-case handler, so a
+        flagged session is not counted twice.
+        """
+        if topic != SCORES:
+            return ()
+        try:
+            score_record = ScoreRecord.model_validate(record)
+        except ValidationError:
+            # Acknowledged, not retried: a record that does not validate never will.
+            self.metrics.records.labels("invalid").inc()
+            return ()
+        self.observe(score_record, score_record.session_ended_at)
+        return ()

