@@ -19,6 +19,12 @@ class RegressionConfig(Section):
     on_drift_outlier: bool = Field(
         default=True, description="Flag sessions the drift tracker reports as outliers."
     )
+    drift_outlier_deviations: float = Field(
+        default=3.0,
+        gt=0,
+        description="A score this many baseline standard deviations below the baseline mean of "
+        "its service and metric is an outlier.",
+    )
     metric_thresholds: dict[str, float] = Field(
         default_factory=dict,
         description="Judge metric name -> minimum; a scored value below it flags the session.",
