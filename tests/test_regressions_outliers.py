@@ -29,7 +29,13 @@ def _record(value: float | None, service: str = "support-bot") -> ScoreRecord:
             output_tokens=0,
             cost_usd=None,
         ),
-        metrics=[Score(name="turn_relevancy", value=value)],
+        metrics=[
+            Score(
+                name="turn_relevancy",
+                value=value,
+                unscored_reason=None if value is not None else "judge_unavailable",
+            )
+        ],
     )
 
 
