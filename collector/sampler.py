@@ -35,14 +35,16 @@ class Sampler:
     def decide(self, conversation_key: str, signals: SamplingSignals) -> SamplingDecision:
         fraction = hash_fraction(conversation_key)
         rate = self.config.rate
-        if fraction < rate:
-            reason, sampled = SamplingReason.RATE, True
-        elif self.config.force_on_tool_error and signals.tool_errors:
+        # Triggers are named before the rate: the regression loop flags force-sampled sessions
+        # (an error, negative feedback) whether or not the rate would have kept them too.
+        if self.config.force_on_tool_error and signals.tool_errors:
             reason, sampled = SamplingReason.FORCED_TOOL_ERROR, True
         elif self.config.force_on_error and signals.error_spans:
             reason, sampled = SamplingReason.FORCED_ERROR, True
         elif signals.forced_attribute:
             reason, sampled = SamplingReason.FORCED_ATTRIBUTE, True
+        elif fraction < rate:
+            reason, sampled = SamplingReason.RATE, True
         else:
             reason, sampled = SamplingReason.NOT_SELECTED, False
         return SamplingDecision(sampled=sampled, reason=reason, rate=rate, hash_fraction=fraction)

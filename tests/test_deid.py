@@ -156,6 +156,14 @@ def test_identifier_keys_stay_raw_so_contracts_can_read_arguments(deidentifier):
     assert deidentified["customer_name"].startswith("<PERSON_")
 
 
+def test_prefixed_ids_and_addresses_keep_their_type_over_ner_guesses(deidentifier):
+    text = "Order ORD-31860 goes to 18 Elm Road. Parcel 90442 is on its way."
+    [turn] = deidentifier.deidentify(_session(_user(0, text))).session.turns
+    assert re.search(r"<ORDER_NUMBER_[0-9a-f]{8}> goes to <STREET_ADDRESS_[0-9a-f]{8}>", turn.text)
+    assert "ORD-31860" not in turn.text and "Elm" not in turn.text
+    assert "is on its way" in turn.text
+
+
 def test_repeated_texts_come_from_the_cache(corpus):
     fresh = build_deidentifier(DeidConfig(), SECRET)
     first = fresh.deidentify(corpus[0].session)

@@ -195,6 +195,14 @@ def test_force_triggers_sample_a_session_the_rate_would_not(
     assert _sampled_total(registry, "not_selected") == 0
 
 
+def test_a_trigger_is_named_even_when_the_rate_alone_would_sample() -> None:
+    lucky = next(key for key in KEYS if hash_fraction(key) < RATE)
+    pipeline, registry = _pipeline()
+    [session] = _run(pipeline, [_chat(lucky), _failed_tool(lucky)])
+    assert session.sampling.reason is SamplingReason.FORCED_TOOL_ERROR
+    assert _sampled_total(registry, "rate") == 0
+
+
 def test_configured_force_attribute_is_honoured_and_other_values_are_not() -> None:
     pipeline, _ = _pipeline(**{"sampling.force_attributes": {"app.escalated": ["yes"]}})
     assert _run(pipeline, [_span(UNLUCKY, {"app.escalated": "no"})]) == []

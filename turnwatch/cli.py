@@ -13,6 +13,7 @@ from exporters.regressions.cli import add_regressions_parser, run_regressions
 from scorers.registry import ContractError
 from turnwatch import __version__
 from turnwatch.config import ConfigError, load_settings
+from turnwatch.demo.cli import add_demo_parser, run_demo
 from turnwatch.logs import configure_logging
 
 
@@ -21,6 +22,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"turnwatch {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     add_regressions_parser(commands)
+    add_demo_parser(commands)
     serve = commands.add_parser("serve", help="run turnwatch (all roles in one process)")
     serve.add_argument("--config", type=Path, help="YAML configuration file")
     serve.add_argument(
@@ -131,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         return _run_serve(args)
     if args.command == "regressions":
         return run_regressions(args)
+    if args.command == "demo":
+        return run_demo(args)
     return 2
 
 

@@ -24,24 +24,30 @@ COMMAND = "regressions"
 
 def add_regressions_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(COMMAND, help="list, show, export and replay regression cases")
-    parser.add_argument("--config", type=Path, help="YAML configuration file")
-    parser.add_argument("--data-dir", type=Path, help="state directory holding regressions/")
+    _locations(parser, default=None)
+    # Accepted after the action too (`regressions list --data-dir X`); SUPPRESS keeps an option
+    # given before the action from being reset by the action's default.
+    located = argparse.ArgumentParser(add_help=False)
+    _locations(located, default=argparse.SUPPRESS)
     actions = parser.add_subparsers(dest="regressions_command", required=True)
 
-    listing = actions.add_parser("list", help="list cases, most recently seen first")
+    def action(name: str, help: str) -> argparse.ArgumentParser:
+        return actions.add_parser(name, help=help, parents=[located])
+
+    listing = action("list", "list cases, most recently seen first")
     _filters(listing)
     listing.add_argument("--limit", type=int, default=50, help="cases to show (default 50)")
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
-    show = actions.add_parser("show", help="print one case as JSON")
+    show = action("show", "print one case as JSON")
     show.add_argument("case_id", metavar="ID")
 
-    export = actions.add_parser("export", help="write cases in another format")
+    export = action("export", "write cases in another format")
     export.add_argument("--format", choices=FORMATS, required=True)
     export.add_argument("--output", "-o", type=Path, help="file to write (default stdout)")
     _filters(export)
 
-    replay = actions.add_parser("replay", help="replay cases against a new chatbot version")
+    replay = action("replay", "replay cases against a new chatbot version")
     replay.add_argument("--target", required=True, help="OpenAI-compatible base URL (…/v1)")
     replay.add_argument("--model", help="model name to send (default: the case's model)")
     replay.add_argument(
@@ -57,6 +63,13 @@ def add_regressions_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     _filters(replay)
     return parser
+
+
+def _locations(parser: argparse.ArgumentParser, default: Any) -> None:
+    parser.add_argument("--config", type=Path, default=default, help="YAML configuration file")
+    parser.add_argument(
+        "--data-dir", type=Path, default=default, help="state directory holding regressions/"
+    )
 
 
 def _filters(parser: argparse.ArgumentParser) -> None:

@@ -1,0 +1,261 @@
+"""The demo's closing report: what turnwatch found in each conversation, and where to look next.
+
+Built from the score records the observer saw and from the regression store on disk. It names
+checks, slices, counts and metric means only: never message text, finding explanations or ids,
+so the report is as safe to paste as the metrics are.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+from turnwatch.demo.scripts import Script
+
+Record = dict[str, Any]
+
+_SEVERITY_ORDER = ("info", "warning", "error", "critical")
+_LEVELS = ("turn_level", "trajectory_level", "session_level")
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationResult:
+    script: Script
+    score: Record | None
+    incident: bool
+
+    def findings(self) -> list[Record]:
+        if self.score is None:
+            return []
+        return [
+            finding
+            for level in _LEVELS
+            for result in self.score.get(level, [])
+            for finding in result.get("findings", [])
+        ]
+
+    def checks_fired(self) -> list[str]:
+        return sorted({finding["check"] for finding in self.findings()})
+
+    def critical_checks(self) -> list[str]:
+        if self.score is None:
+            return []
+        return sorted({finding["check"] for finding in self.score.get("critical_failures", [])})
+
+    def joint_success(self) -> bool | None:
+        return None if self.score is None else self.score["joint_success"]["value"]
+
+    def slices(self) -> list[str]:
+        if self.score is None:
+            return []
+        return sorted({tag["slice"] for tag in self.score.get("slices", [])})
+
+    def missed(self) -> list[str]:
+        """Expected checks that reported nothing (a demo claim that did not hold)."""
+        fired = set(self.checks_fired())
+        return [check for check in self.script.expected_checks if check not in fired]
+
+    def as_expected(self) -> bool:
+        if self.score is None:
+            return False
+        if self.script.healthy:
+            return not self.critical_checks() and self.joint_success() is not False
+        return not self.missed()
+
+
+@dataclass(slots=True)
+class DemoReport:
+    results: list[ConversationResult]
+    cases: list[Record]
+    """Summaries (`exporters.regressions.store.summary`) of the cases seen during this run."""
+    started_at: datetime
+    elapsed_seconds: float
+    data_dir: Path
+    ops_url: str
+    serving: bool
+    incidents: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return all(result.as_expected() for result in self.results)
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
+    cells = [[str(value) for value in row] for row in rows]
+    widths = [
+        max(len(header), *(len(row[column]) for row in cells)) if cells else len(header)
+        for column, header in enumerate(headers)
+    ]
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(value.ljust(width) for value, width in zip(values, widths, strict=True))
+
+    return [
+        line(headers).rstrip(),
+        line(["-" * width for width in widths]).rstrip(),
+        *(line(row).rstrip() for row in cells),
+    ]
+
+
+def _joint(value: bool | None) -> str:
+    return {True: "pass", False: "FAIL", None: "n/a"}[value]
+
+
+def _conversations(report: DemoReport) -> list[str]:
+    rows = []
+    for result in report.results:
+        if result.score is None:
+            verdict = "NOT SCORED"
+        elif result.as_expected():
+            verdict = "as expected"
+        elif result.script.healthy:
+            verdict = "UNEXPECTED FAILURE"
+        else:
+            verdict = "MISSED " + ",".join(result.missed())
+        rows.append(
+            (
+                result.script.name,
+                result.script.slice,
+                _joint(result.joint_success()),
+                ",".join(result.critical_checks()) or "-",
+                ",".join(result.checks_fired()) or "-",
+                ",".join(result.slices()) or "-",
+                "yes" if result.incident else "-",
+                verdict,
+            )
+        )
+    headers = (
+        "scenario",
+        "slice",
+        "joint",
+        "critical",
+        "checks with findings",
+        "tagged",
+        "incident",
+        "result",
+    )
+    return _table(headers, rows)
+
+
+def _findings_by_check(results: list[ConversationResult]) -> list[str]:
+    sessions: Counter[str] = Counter()
+    findings: Counter[str] = Counter()
+    worst: dict[str, str] = {}
+    for result in results:
+        seen = set()
+        for finding in result.findings():
+            check = finding["check"]
+            findings[check] += 1
+            seen.add(check)
+            severity = finding["severity"]
+            if _SEVERITY_ORDER.index(severity) > _SEVERITY_ORDER.index(worst.get(check, "info")):
+                worst[check] = severity
+            worst.setdefault(check, severity)
+        sessions.update(seen)
+    rows = [
+        (check, sessions[check], findings[check], worst[check])
+        for check in sorted(findings, key=lambda name: (-findings[name], name))
+    ]
+    return _table(("check", "sessions", "findings", "worst severity"), rows)
+
+
+def _metrics(results: list[ConversationResult]) -> tuple[list[str], set[str]]:
+    values: defaultdict[str, list[float]] = defaultdict(list)
+    unscored: Counter[str] = Counter()
+    judges: set[str] = set()
+    for result in results:
+        for score in (result.score or {}).get("metrics", []):
+            judge = score.get("metadata", {}).get("judge")
+            if isinstance(judge, str):
+                judges.add(judge)
+            if score["value"] is None:
+                unscored[score["name"]] += 1
+            else:
+                values[score["name"]].append(float(score["value"]))
+    names = sorted(set(values) | set(unscored))
+    rows = [
+        (
+            name,
+            f"{fmean(values[name]):.2f}" if values[name] else "-",
+            len(values[name]),
+            unscored[name],
+        )
+        for name in names
+    ]
+    return _table(("metric", "mean", "scored", "unscored"), rows), judges
+
+
+def render(report: DemoReport) -> str:
+    results = report.results
+    scored = sum(result.score is not None for result in results)
+    lines = [
+        "",
+        f"turnwatch demo: {len(results)} conversations sent, {scored} sessions scored "
+        f"in {report.elapsed_seconds:.1f} s",
+        "",
+        "CONVERSATIONS",
+        "  joint: strict joint success (n/a: a condition could not be evaluated); tagged: failure",
+        "  slices turnwatch tagged; incident: flagged and kept as a regression case",
+        "",
+        *_conversations(report),
+        "",
+        "FINDINGS BY CHECK",
+        *_findings_by_check(results),
+        "",
+    ]
+    metric_lines, judges = _metrics(results)
+    heuristic = "heuristic" in judges or not judges
+    judge_note = (
+        "HEURISTIC built-in judge: no model, no network; indicative only"
+        if heuristic
+        else f"judge: {', '.join(sorted(judges))}"
+    )
+    lines += [f"JUDGE METRICS ({judge_note})", *metric_lines, ""]
+    critical: Counter[str] = Counter(
+        check for result in results for check in result.critical_checks()
+    )
+    critical_text = ", ".join(f"{check} {count}" for check, count in sorted(critical.items()))
+    sessions_with_critical = sum(bool(result.critical_checks()) for result in results)
+    lines.append(
+        f"CRITICAL FAILURES: {sessions_with_critical} sessions"
+        + (f" ({critical_text})" if critical_text else "")
+    )
+    new = sum(
+        datetime.fromisoformat(case["first_seen"]) >= report.started_at for case in report.cases
+    )
+    cases_dir = (report.data_dir / "regressions").resolve()
+    lines += [
+        f"INCIDENTS: {report.incidents} flagged sessions -> {len(report.cases)} regression cases "
+        f"({new} new, {len(report.cases) - new} recurring) in {cases_dir}",
+    ]
+    if report.cases:
+        lines += ["", *_table(("case", "check", "count"), _case_rows(report.cases))]
+    healthy = [result for result in results if result.script.healthy]
+    failing = [result for result in results if not result.script.healthy]
+    lines += [
+        "",
+        f"EXPECTATIONS: healthy {sum(r.as_expected() for r in healthy)}/{len(healthy)} without "
+        f"critical failures, failure slices {sum(r.as_expected() for r in failing)}/"
+        f"{len(failing)} caught by their expected check",
+        "",
+        "WHERE TO LOOK",
+        f"  metrics        {report.ops_url}/metrics"
+        + ("" if report.serving else "   (live with --keep-serving)"),
+        f"  incidents API  {report.ops_url}/api/incidents"
+        + ("" if report.serving else "   (live with --keep-serving)"),
+        f"  incident files {cases_dir}/",
+        # --data-dir belongs to `regressions`, so it goes before the action.
+        f"  list cases     turnwatch regressions --data-dir {report.data_dir} list",
+        f"  one case       turnwatch regressions --data-dir {report.data_dir} show <case>",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _case_rows(cases: list[Record]) -> list[tuple[object, ...]]:
+    ordered = sorted(cases, key=lambda case: (case["check"], case["id"]))
+    return [(case["id"], case["check"], case["occurrence_count"]) for case in ordered]
