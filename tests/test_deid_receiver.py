@@ -42,7 +42,10 @@ RAW_VALUES = [EMAIL, PHONE, CARD, IBAN, ADDRESS, NAME, "867-5309", "4111", "WEST
 def test_pii_through_the_receiver_is_deidentified_everywhere(tmp_path, caplog):
     caplog.set_level(logging.DEBUG)
     captured = CapturingSink()
-    background = BackgroundService(make_settings(data_dir=str(tmp_path)), captured)
+    # A longer idle timeout than the suite's 0.5 s: on a loaded machine the SDK's batch exports
+    # of one conversation can arrive far enough apart to split it into two revisions.
+    settings = make_settings(data_dir=str(tmp_path), **{"sessions.idle_timeout_seconds": 3})
+    background = BackgroundService(settings, captured)
     service = background.start()
     try:
         exporter = OTLPSpanExporter(

@@ -24,6 +24,7 @@ from exporters.ops import ReadinessCheck, create_ops_app
 from exporters.regressions.api import include_incidents_api
 from exporters.regressions.flagging import Flagger
 from exporters.regressions.handler import chain
+from exporters.regressions.outliers import ScoreOutliers
 from exporters.stage import Exporters, build_exporters
 from scorers.judge.evaluate import JudgeEvaluator
 from scorers.runner import Scorer, bus_processor
@@ -110,7 +111,8 @@ def _scorer_processor(settings: Settings, registry: CollectorRegistry) -> Sessio
     if settings.bus.scorer_processor:
         return load_callable(settings.bus.scorer_processor)
     judge = JudgeEvaluator(settings.scorers.judge, registry)
-    flag = Flagger(settings.regressions)
+    outliers = ScoreOutliers(settings.exporter.drift, settings.regressions.drift_outlier_deviations)
+    flag = Flagger(settings.regressions, drift_outlier=outliers)
     return bus_processor(Scorer(settings.scorers, judge=judge), flag=flag)
 
 
@@ -143,7 +145,21 @@ def _consumers(
         exporter = exporter_handler(handler)
         consume = bus.consume((SCORES, INCIDENTS), config.kafka.exporter_group, exporter, stop)
         tasks.append(asyncio.create_task(consume, name="exporter"))
+    for task in tasks:
+        task.add_done_callback(lambda done: _report_consumer_exit(done, stop))
     return tasks
+
+
+def _report_consumer_exit(task: asyncio.Task[None], stop: asyncio.Event) -> None:
+    """A consumer that ends before shutdown stalls its stage while /healthz still says ok:
+    say so loudly (its records stay unacknowledged on the bus, so nothing is lost)."""
+    if stop.is_set() or task.cancelled():
+        return
+    error = task.exception()
+    log.error(
+        "bus consumer stopped unexpectedly; its stage is not processing",
+        extra={"consumer": task.get_name(), "error": type(error).__name__ if error else None},
+    )
 
 
 async def serve(
@@ -268,10 +284,18 @@ class _Collector:
             await self.grpc_server.stop(grace=2)  # type: ignore[attr-defined]
         self.otlp_server.should_exit = True
         await self.tasks[0]
-        try:
-            await asyncio.wait_for(pipeline.drain(), timeout=10)
-        except TimeoutError:
-            log.warning("drain timed out", extra={"queued": pipeline.queue.qsize()})
+        # Not wait_for: drain() swallows its own cancellation, so wait_for would return as if
+        # it had finished and a timed-out drain would go unreported.
+        drain = asyncio.create_task(pipeline.drain(), name="drain")
+        finished, _ = await asyncio.wait({drain}, timeout=10)
+        if not finished:
+            # The single handoff task is stuck delivering one session (the next stage is full
+            # and does not drain); the rest wait behind it. All of them are lost: say how many.
+            lost = pipeline.queue.qsize() + 1
+            pipeline.metrics.handoff_dropped.labels("shutdown").inc(lost)
+            log.error("drain timed out; sessions lost at shutdown", extra={"lost_sessions": lost})
+            drain.cancel()
+            await asyncio.gather(drain, return_exceptions=True)
         for task in self.tasks[1:]:
             task.cancel()
         await asyncio.gather(*self.tasks[1:], return_exceptions=True)

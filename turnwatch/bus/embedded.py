@@ -27,6 +27,7 @@ from turnwatch.bus.spool import DiskSpool, Fifo, FifoFull, Item, MemoryFifo
 log = logging.getLogger("turnwatch.bus.embedded")
 
 DEAD_LETTER_KEPT = 100
+FULL_RETRY_SECONDS = 0.5
 
 
 class _Topic:
@@ -89,7 +90,10 @@ class EmbeddedBus:
                     if not waited:
                         self.metrics.spool_full.inc()
                         waited = True
-                    await state.changed.wait()
+                    # A consumer's pop wakes us; a disk that refused the write (SpoolWriteFailed)
+                    # may get room without any pop, so look again after a while regardless.
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(state.changed.wait(), FULL_RETRY_SECONDS)
             state.changed.notify_all()
         self.metrics.produced.labels(topic).inc()
         self.metrics.queue_depth.labels(topic).set(len(state.fifo))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import io
 import logging
 import os
 import struct
@@ -27,6 +28,12 @@ _BODY = struct.Struct(">HH")  # topic length, key length; then topic, key, value
 
 class FifoFull(Exception):
     """No room for the record; the caller waits (backpressure) and tries again."""
+
+
+class SpoolWriteFailed(FifoFull):
+    """The disk refused the write (no space, file size limit, I/O error). Nothing was stored:
+    the partial frame is cut off again, and the caller waits and retries as on a full spool, so
+    a full disk is backpressure (OTLP 503), never a lost record or a dead consumer."""
 
 
 class SpoolLocked(Exception):
@@ -119,7 +126,13 @@ class DiskSpool:
         self._recover()
         if not self._segments:
             self._segments.append(self._read_segment)
-        self._writer = open(self._path(self._segments[-1]), "ab")  # noqa: SIM115
+        self._writer = self._open_writer(self._segments[-1])
+        self._write_error: str | None = None
+
+    def _open_writer(self, number: int) -> io.FileIO:
+        # Unbuffered: a failed write must not leave bytes in a buffer that a later write would
+        # flush into the middle of the next frame.
+        return open(self._path(number), "ab", buffering=0)
 
     def _path(self, number: int) -> Path:
         return self.directory / f"{number:012d}.seg"
@@ -166,14 +179,45 @@ class DiskSpool:
             self.max_records is not None and self._count >= self.max_records
         ):
             raise FifoFull
-        if self._writer.tell() >= self.segment_bytes:
-            self._writer.close()
-            self._segments.append(self._segments[-1] + 1)
-            self._writer = open(self._path(self._segments[-1]), "ab")  # noqa: SIM115
-        self._writer.write(frame)
-        self._writer.flush()
+        try:
+            self._write(frame)
+        except OSError as exc:
+            self._write_failed(exc)
+            raise SpoolWriteFailed(exc.strerror or type(exc).__name__) from None
+        if self._write_error is not None:
+            log.info("spool writable again", extra={"spool": self.directory.name})
+            self._write_error = None
         self._count += 1
         self._bytes += len(frame)
+
+    def _write(self, frame: bytes) -> None:
+        if self._writer.tell() >= self.segment_bytes:
+            number = self._segments[-1] + 1
+            writer = self._open_writer(number)  # may fail too: change nothing before it works
+            self._writer.close()
+            self._segments.append(number)
+            self._writer = writer
+        start = self._writer.tell()
+        view = memoryview(frame)
+        try:
+            while view:
+                view = view[self._writer.write(view) or 0 :]
+        except OSError:
+            # Cut the torn frame off: recovery would stop at it and drop every later record.
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._writer.fileno(), start)
+                self._writer.seek(start)  # tell() is the next frame's start again
+            raise
+
+    def _write_failed(self, exc: OSError) -> None:
+        reason = exc.strerror or type(exc).__name__
+        if self._write_error != reason:
+            # Once per failure streak: the caller retries every fraction of a second.
+            log.error(
+                "spool write failed; publishing waits until the disk has room",
+                extra={"spool": self.directory.name, "error": reason, "errno": exc.errno},
+            )
+            self._write_error = reason
 
     def peek(self) -> Item | None:
         if self._head is not None:
@@ -213,8 +257,16 @@ class DiskSpool:
 
     def _save_cursor(self) -> None:
         temporary = self.directory / "cursor.tmp"
-        temporary.write_text(f"{self._read_segment} {self._read_offset}")
-        os.replace(temporary, self.directory / "cursor")
+        try:
+            temporary.write_text(f"{self._read_segment} {self._read_offset}")
+            os.replace(temporary, self.directory / "cursor")
+        except OSError as exc:
+            # The record is acknowledged in memory; a stale cursor only means redelivery after a
+            # restart (at-least-once), so a full disk must not stop the consumer here.
+            log.warning(
+                "spool cursor not saved",
+                extra={"spool": self.directory.name, "error": exc.strerror},
+            )
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
