@@ -9,8 +9,10 @@ import shlex
 from pathlib import Path
 
 import pytest
+import yaml
 
 from turnwatch.cli import _parser
+from turnwatch.config import Settings, load_settings
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 
@@ -47,3 +49,20 @@ def test_readme_command_parses(command):
         _parser().parse_args(_concrete(command))
     except SystemExit as exc:
         pytest.fail(f"README command does not parse ({exc.code}): {command}")
+
+
+def _config_examples() -> list[str]:
+    blocks = re.findall(r"```yaml\n(.*?)```", README, flags=re.DOTALL)
+    settings_keys = set(Settings.model_fields)
+    return [block for block in blocks if set(yaml.safe_load(block) or {}) <= settings_keys]
+
+
+def test_readme_has_config_examples():
+    assert len(_config_examples()) >= 2
+
+
+@pytest.mark.parametrize("block", _config_examples())
+def test_readme_config_example_is_valid(tmp_path, block):
+    path = tmp_path / "turnwatch.yaml"
+    path.write_text(block, encoding="utf-8")
+    load_settings(path)
