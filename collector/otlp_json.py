@@ -8,6 +8,7 @@ integers may be strings, enums are integers, unknown fields are ignored.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -18,6 +19,7 @@ from collector.otlp_common import (
     DecodeResult,
     ItemRejected,
     Undecodable,
+    ViewT,
     check_id,
 )
 from collector.records import LogView, SpanEvent, SpanView
@@ -206,30 +208,56 @@ def _span(span: Any, resource: dict[str, Any], scope: str, limits: DecodeLimits)
     )
 
 
-def decode_traces(body: bytes, limits: DecodeLimits) -> DecodeResult[SpanView]:
-    result: DecodeResult[SpanView] = DecodeResult()
-    for block in _load(body, "resourceSpans", "resource_spans"):
+ItemBuilder = Callable[[Any, dict[str, Any], str, DecodeLimits], ViewT]
+
+
+def _decode(
+    body: bytes,
+    limits: DecodeLimits,
+    keys: tuple[tuple[str, str], tuple[str, str], tuple[str, str]],
+    build: ItemBuilder[ViewT],
+) -> DecodeResult[ViewT]:
+    """Walk resource -> scope -> item blocks; a malformed block costs itself, not the request."""
+    (resource_key, scope_key, item_key) = keys
+    result: DecodeResult[ViewT] = DecodeResult()
+    for block in _load(body, *resource_key):
         try:
             block = _object(block)
             resource = _resource(block, limits)
-            scopes = _list(block, "scopeSpans", "scope_spans")
+            scopes = _list(block, *scope_key)
         except ItemRejected as rejection:
             result.reject(rejection.reason)
             continue
         for scope_block in scopes:
             try:
                 scope_block = _object(scope_block)
-                spans = _list(scope_block, "spans", "spans")
+                items = _list(scope_block, *item_key)
             except ItemRejected as rejection:
                 result.reject(rejection.reason)
                 continue
             scope = _scope_name(scope_block)
-            for span in spans:
+            for item in items:
                 try:
-                    result.items.append(_span(span, resource, scope, limits))
+                    result.items.append(build(item, resource, scope, limits))
                 except ItemRejected as rejection:
                     result.reject(rejection.reason)
     return result
+
+
+TRACE_KEYS = (
+    ("resourceSpans", "resource_spans"),
+    ("scopeSpans", "scope_spans"),
+    ("spans", "spans"),
+)
+LOG_KEYS = (
+    ("resourceLogs", "resource_logs"),
+    ("scopeLogs", "scope_logs"),
+    ("logRecords", "log_records"),
+)
+
+
+def decode_traces(body: bytes, limits: DecodeLimits) -> DecodeResult[SpanView]:
+    return _decode(body, limits, TRACE_KEYS, _span)
 
 
 def _log(record: Any, resource: dict[str, Any], scope: str, limits: DecodeLimits) -> LogView:
@@ -256,26 +284,4 @@ def _log(record: Any, resource: dict[str, Any], scope: str, limits: DecodeLimits
 
 
 def decode_logs(body: bytes, limits: DecodeLimits) -> DecodeResult[LogView]:
-    result: DecodeResult[LogView] = DecodeResult()
-    for block in _load(body, "resourceLogs", "resource_logs"):
-        try:
-            block = _object(block)
-            resource = _resource(block, limits)
-            scopes = _list(block, "scopeLogs", "scope_logs")
-        except ItemRejected as rejection:
-            result.reject(rejection.reason)
-            continue
-        for scope_block in scopes:
-            try:
-                scope_block = _object(scope_block)
-                records = _list(scope_block, "logRecords", "log_records")
-            except ItemRejected as rejection:
-                result.reject(rejection.reason)
-                continue
-            scope = _scope_name(scope_block)
-            for record in records:
-                try:
-                    result.items.append(_log(record, resource, scope, limits))
-                except ItemRejected as rejection:
-                    result.reject(rejection.reason)
-    return result
+    return _decode(body, limits, LOG_KEYS, _log)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from typing import Any
 
 from google.protobuf.message import DecodeError
@@ -16,6 +17,7 @@ from collector.otlp_common import (
     DecodeResult,
     ItemRejected,
     Undecodable,
+    ViewT,
 )
 from collector.records import LogView, SpanEvent, SpanView
 
@@ -91,45 +93,60 @@ def decode_traces(body: bytes, limits: DecodeLimits) -> DecodeResult[SpanView]:
     return trace_request_to_views(request, limits)
 
 
-def trace_request_to_views(
-    request: ExportTraceServiceRequest, limits: DecodeLimits
-) -> DecodeResult[SpanView]:
-    result: DecodeResult[SpanView] = DecodeResult()
-    for resource_spans in request.resource_spans:
-        resource = _resource_attributes(resource_spans.resource.attributes, limits)
-        for scope_spans in resource_spans.scope_spans:
-            scope_name = scope_spans.scope.name
-            for span in scope_spans.spans:
+def _views(
+    resources: Any,
+    scopes_field: str,
+    items_field: str,
+    build: Callable[[Any, dict[str, Any], str, DecodeLimits], ViewT],
+    limits: DecodeLimits,
+) -> DecodeResult[ViewT]:
+    """Walk resource -> scope -> items; a rejected item costs itself, not the request."""
+    result: DecodeResult[ViewT] = DecodeResult()
+    for block in resources:
+        resource = _resource_attributes(block.resource.attributes, limits)
+        for scope_block in getattr(block, scopes_field):
+            scope_name = scope_block.scope.name
+            for item in getattr(scope_block, items_field):
                 try:
-                    result.items.append(
-                        SpanView(
-                            trace_id=_id(span.trace_id, 16, required=True),
-                            span_id=_id(span.span_id, 8, required=True),
-                            parent_span_id=_id(span.parent_span_id, 8, required=False),
-                            name=span.name,
-                            kind=span.kind,
-                            start_ns=span.start_time_unix_nano,
-                            end_ns=span.end_time_unix_nano,
-                            attributes=_attributes(span.attributes, limits),
-                            events=[
-                                SpanEvent(
-                                    name=event.name,
-                                    time_ns=event.time_unix_nano,
-                                    attributes=_attributes(event.attributes, limits),
-                                )
-                                for event in span.events
-                            ]
-                            if span.events
-                            else [],
-                            status_code=span.status.code,
-                            resource=resource,
-                            scope_name=scope_name,
-                            dropped_attributes=span.dropped_attributes_count,
-                        )
-                    )
+                    result.items.append(build(item, resource, scope_name, limits))
                 except ItemRejected as rejection:
                     result.reject(rejection.reason)
     return result
+
+
+def _span_view(
+    span: Any, resource: dict[str, Any], scope_name: str, limits: DecodeLimits
+) -> SpanView:
+    return SpanView(
+        trace_id=_id(span.trace_id, 16, required=True),
+        span_id=_id(span.span_id, 8, required=True),
+        parent_span_id=_id(span.parent_span_id, 8, required=False),
+        name=span.name,
+        kind=span.kind,
+        start_ns=span.start_time_unix_nano,
+        end_ns=span.end_time_unix_nano,
+        attributes=_attributes(span.attributes, limits),
+        events=[
+            SpanEvent(
+                name=event.name,
+                time_ns=event.time_unix_nano,
+                attributes=_attributes(event.attributes, limits),
+            )
+            for event in span.events
+        ]
+        if span.events
+        else [],
+        status_code=span.status.code,
+        resource=resource,
+        scope_name=scope_name,
+        dropped_attributes=span.dropped_attributes_count,
+    )
+
+
+def trace_request_to_views(
+    request: ExportTraceServiceRequest, limits: DecodeLimits
+) -> DecodeResult[SpanView]:
+    return _views(request.resource_spans, "scope_spans", "spans", _span_view, limits)
 
 
 def decode_logs(body: bytes, limits: DecodeLimits) -> DecodeResult[LogView]:
@@ -141,31 +158,23 @@ def decode_logs(body: bytes, limits: DecodeLimits) -> DecodeResult[LogView]:
     return logs_request_to_views(request, limits)
 
 
+def _log_view(
+    record: Any, resource: dict[str, Any], scope_name: str, limits: DecodeLimits
+) -> LogView:
+    return LogView(
+        time_ns=record.time_unix_nano or record.observed_time_unix_nano,
+        trace_id=_id(record.trace_id, 16, required=False),
+        span_id=_id(record.span_id, 8, required=False),
+        event_name=record.event_name,
+        body=_any_value(record.body, limits, 0) if record.HasField("body") else None,
+        attributes=_attributes(record.attributes, limits),
+        resource=resource,
+        scope_name=scope_name,
+        dropped_attributes=record.dropped_attributes_count,
+    )
+
+
 def logs_request_to_views(
     request: ExportLogsServiceRequest, limits: DecodeLimits
 ) -> DecodeResult[LogView]:
-    result: DecodeResult[LogView] = DecodeResult()
-    for resource_logs in request.resource_logs:
-        resource = _resource_attributes(resource_logs.resource.attributes, limits)
-        for scope_logs in resource_logs.scope_logs:
-            scope_name = scope_logs.scope.name
-            for record in scope_logs.log_records:
-                try:
-                    result.items.append(
-                        LogView(
-                            time_ns=record.time_unix_nano or record.observed_time_unix_nano,
-                            trace_id=_id(record.trace_id, 16, required=False),
-                            span_id=_id(record.span_id, 8, required=False),
-                            event_name=record.event_name,
-                            body=_any_value(record.body, limits, 0)
-                            if record.HasField("body")
-                            else None,
-                            attributes=_attributes(record.attributes, limits),
-                            resource=resource,
-                            scope_name=scope_name,
-                            dropped_attributes=record.dropped_attributes_count,
-                        )
-                    )
-                except ItemRejected as rejection:
-                    result.reject(rejection.reason)
-    return result
+    return _views(request.resource_logs, "scope_logs", "log_records", _log_view, limits)
