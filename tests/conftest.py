@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.kafka_broker import TansuBroker, external_bootstrap
 from turnwatch.config import Settings, load_settings
 from turnwatch.schema import Session
 from turnwatch.serve import BackgroundService, Service
@@ -73,6 +74,19 @@ def start_service(settings: Settings, deidentify: bool = False) -> Running:
     background = BackgroundService(settings, sink, deidentify=deidentify)
     service = background.start()
     return Running(background, service, sink)
+
+
+@pytest.fixture(scope="module")
+def bootstrap() -> Iterator[str]:
+    """A Kafka-protocol broker on loopback (Tansu), or `TURNWATCH_TEST_KAFKA_BOOTSTRAP`."""
+    external = external_bootstrap()
+    if external:
+        yield external
+        return
+    broker = TansuBroker()
+    broker.start()
+    yield broker.bootstrap
+    broker.stop()
 
 
 @pytest.fixture

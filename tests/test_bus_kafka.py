@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -48,18 +47,6 @@ FAST_GROUP = {
     "TURNWATCH_SESSIONS__IDLE_TIMEOUT_SECONDS": "0.5",
     "TURNWATCH_SESSIONS__SWEEP_INTERVAL_SECONDS": "0.1",
 }
-
-
-@pytest.fixture(scope="module")
-def bootstrap() -> Iterator[str]:
-    external = external_bootstrap()
-    if external:
-        yield external
-        return
-    broker = TansuBroker()
-    broker.start()
-    yield broker.bootstrap
-    broker.stop()
 
 
 class Role:

@@ -3,29 +3,14 @@ OTel SDK to a `turnwatch serve --role collector` process, read back from the bro
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from tests.kafka_broker import TansuBroker, external_bootstrap, read_topic
+from tests.kafka_broker import read_topic
 from tests.otel_chatbot import provider_with, run_conversation
 from tests.test_bus_kafka import Role, wait_until
 from tests.test_deid_receiver import PII_EXCHANGES, RAW_VALUES, USER_ID
 from turnwatch.bus.records import SESSIONS
-
-
-@pytest.fixture(scope="module")
-def bootstrap() -> Iterator[str]:
-    external = external_bootstrap()
-    if external:
-        yield external
-        return
-    broker = TansuBroker()
-    broker.start()
-    yield broker.bootstrap
-    broker.stop()
 
 
 def test_sessions_on_the_bus_carry_no_raw_pii(bootstrap, tmp_path):

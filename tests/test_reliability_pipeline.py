@@ -11,16 +11,14 @@ drops anywhere, and regression cases written for exactly the conversations that 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
-import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from tests.kafka_broker import TansuBroker, external_bootstrap, read_topic
+from tests.kafka_broker import read_topic
 from tests.otel_chatbot import Exchange, provider_with, run_conversation
 from tests.test_bus_kafka import Role, wait_until
 from turnwatch.bus.records import INCIDENTS, SCORES, SESSIONS
@@ -101,18 +99,6 @@ class TraceIds(SpanProcessor):
 
     def on_start(self, span: Span, parent_context=None) -> None:
         return None
-
-
-@pytest.fixture(scope="module")
-def bootstrap() -> Iterator[str]:
-    external = external_bootstrap()
-    if external:
-        yield external
-        return
-    broker = TansuBroker()
-    broker.start()
-    yield broker.bootstrap
-    broker.stop()
 
 
 def consumed(role: Role, topic: str, outcome: str) -> float:
