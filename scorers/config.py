@@ -9,25 +9,10 @@ from pydantic import Field, field_validator
 
 from scorers.contract import ENTITY, CheckName
 from scorers.judge.config import JudgeConfig
+from turnwatch.entities import CUSTOMER_RECORDS, PERSONAL_IDENTIFIERS
 from turnwatch.section import Section
 
-DEFAULT_DISCLOSURE_ENTITIES = [
-    "PERSON",
-    "EMAIL_ADDRESS",
-    "PHONE_NUMBER",
-    "CREDIT_CARD",
-    "US_SSN",
-    "US_ITIN",
-    "US_PASSPORT",
-    "US_DRIVER_LICENSE",
-    "US_BANK_NUMBER",
-    "IBAN_CODE",
-    "IP_ADDRESS",
-    "UK_NHS",
-    "ORDER_NUMBER",
-    "ACCOUNT_ID",
-    "STREET_ADDRESS",
-]
+DEFAULT_DISCLOSURE_ENTITIES = [*PERSONAL_IDENTIFIERS, *CUSTOMER_RECORDS]
 
 
 class ModelPrice(Section):

@@ -8,6 +8,7 @@ from typing import Literal
 import regex
 from pydantic import Field, SecretStr, field_validator, model_validator
 
+from turnwatch.entities import PERSONAL_IDENTIFIERS
 from turnwatch.section import Section
 
 ENTITY_NAME = r"^[A-Z][A-Z0-9_]{1,39}$"
@@ -73,24 +74,13 @@ DEFAULT_PATTERNS = [
 ]
 
 DEFAULT_ENTITIES = [
-    "PERSON",
-    "EMAIL_ADDRESS",
-    "PHONE_NUMBER",
-    "CREDIT_CARD",
-    "US_SSN",
-    "US_ITIN",
-    "US_PASSPORT",
-    "US_DRIVER_LICENSE",
-    "US_BANK_NUMBER",
-    "IBAN_CODE",
-    "IP_ADDRESS",
+    *PERSONAL_IDENTIFIERS,
     "MAC_ADDRESS",
     "LOCATION",
     "DATE_TIME",
     "URL",
     "CRYPTO",
     "MEDICAL_LICENSE",
-    "UK_NHS",
 ]
 
 
