@@ -168,3 +168,21 @@ def test_kustomization_lists_every_manifest():
     listed = set(kustomization["resources"])
     present = {path.name for path in K8S.glob("*.yaml")} - {"kustomization.yaml"}
     assert listed == present
+
+
+def test_kustomize_renders_the_whole_deployment():
+    # kubectl's built-in kustomize renders offline: no cluster is needed to resolve the overlay.
+    rendered = subprocess.run(
+        ["kubectl", "kustomize", str(K8S)], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    kinds = sorted(doc["kind"] for doc in yaml.safe_load_all(rendered) if doc)
+    assert kinds == [
+        "ConfigMap",
+        "ConfigMap",
+        "Deployment",
+        "Deployment",
+        "Deployment",
+        "Secret",
+        "Service",
+        "ServiceMonitor",
+    ]
