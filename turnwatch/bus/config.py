@@ -82,8 +82,8 @@ class BusConfig(Section):
     max_record_bytes: int = Field(
         default=4 * MiB,
         gt=0,
-        description="Larger records are rejected and counted (raise the broker's "
-        "message.max.bytes to match).",
+        description="Larger records are rejected and counted; topics turnwatch creates get "
+        "max.message.bytes to match.",
     )
     dedupe_entries: int = Field(
         default=100_000, gt=0, description="Record identities remembered to drop redeliveries."

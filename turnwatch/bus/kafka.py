@@ -46,6 +46,8 @@ logging.getLogger("kafka").setLevel(logging.ERROR)
 
 TOPIC_ALREADY_EXISTS = 36
 SPOOL_RETRY_SECONDS = 0.1
+RECORD_OVERHEAD_BYTES = 64 * 1024
+"""Room for the key, headers and batch framing around a record of `bus.max_record_bytes`."""
 
 
 class SendFailed(Exception):
@@ -121,10 +123,14 @@ class KafkaBus:
             bootstrap_timeout_ms=3_000,
         )
         try:
+            # Apache Kafka accepts 1 MB per record unless the topic says otherwise; turnwatch's
+            # own cap (`bus.max_record_bytes`) is the one that should decide.
+            record_limit = str(self.config.max_record_bytes + RECORD_OVERHEAD_BYTES)
             topics = {
                 topic: {
                     "num_partitions": self.kafka.partitions,
                     "replication_factor": self.kafka.replication_factor,
+                    "configs": {"max.message.bytes": record_limit},
                 }
                 for topic in TOPICS
             }
@@ -148,7 +154,7 @@ class KafkaBus:
             request_timeout_ms=self.kafka.request_timeout_ms,
             delivery_timeout_ms=self.kafka.delivery_timeout_ms,
             max_block_ms=self.kafka.request_timeout_ms,
-            max_request_size=self.config.max_record_bytes + 64 * 1024,
+            max_request_size=self.config.max_record_bytes + RECORD_OVERHEAD_BYTES,
             bootstrap_timeout_ms=3_000,
         )
 
@@ -370,7 +376,7 @@ class _ConsumerWorker(ConsumerRebalanceListener):
             # a shorter request timeout aborts every join (the reason 2.x defaulted to 305 s).
             request_timeout_ms=max(kafka.request_timeout_ms, kafka.max_poll_interval_ms + 5_000),
             fetch_max_bytes=max(52_428_800, self.bus.config.max_record_bytes * 2),
-            max_partition_fetch_bytes=self.bus.config.max_record_bytes + 64 * 1024,
+            max_partition_fetch_bytes=self.bus.config.max_record_bytes + RECORD_OVERHEAD_BYTES,
             bootstrap_timeout_ms=3_000,
         )
         consumer.subscribe(self.topics, listener=self)
