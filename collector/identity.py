@@ -83,7 +83,7 @@ class ContextReader:
                 break
         service = resource.get("service.name")
         return Context(
-            service=_text(service) or self.service_fallback if service else self.service_fallback,
+            service=(_text(service) if service else None) or self.service_fallback,
             conversation_key=key,
             key_source=source,
             user_id=user,

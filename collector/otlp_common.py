@@ -34,9 +34,10 @@ class DecodeResult(Generic[ViewT]):
     rejected: int = 0
     rejection_reasons: dict[str, int] = field(default_factory=dict)
 
-    def reject(self, reason: str) -> None:
-        self.rejected += 1
-        self.rejection_reasons[reason] = self.rejection_reasons.get(reason, 0) + 1
+    def reject(self, reason: str, count: int = 1) -> None:
+        if count:
+            self.rejected += count
+            self.rejection_reasons[reason] = self.rejection_reasons.get(reason, 0) + count
 
     def error_message(self) -> str:
         """A partial_success message naming reasons and counts, never content."""

@@ -47,19 +47,18 @@ class Receiver:
 
     def ingest_spans(self, transport: str, result: DecodeResult[SpanView]) -> IngestOutcome:
         failed = self.pipeline.accept_spans(result.items)
-        for _ in range(failed):
-            result.reject("decoder_error")
-        return self._account(transport, "traces", len(result.items) - failed, result)
+        return self._account(transport, "traces", failed, result)
 
     def ingest_logs(self, transport: str, result: DecodeResult[LogView]) -> IngestOutcome:
         failed = self.pipeline.accept_logs(result.items)
-        for _ in range(failed):
-            result.reject("decoder_error")
-        return self._account(transport, "logs", len(result.items) - failed, result)
+        return self._account(transport, "logs", failed, result)
 
     def _account(
-        self, transport: str, signal: str, accepted: int, result: DecodeResult
+        self, transport: str, signal: str, failed: int, result: DecodeResult
     ) -> IngestOutcome:
+        """Count what the pipeline took; items a dialect decoder failed on are rejections."""
+        accepted = len(result.items) - failed
+        result.reject("decoder_error", failed)
         self.metrics.items_received.labels(signal).inc(accepted)
         for reason, count in result.rejection_reasons.items():
             self.metrics.items_rejected.labels(signal, reason).inc(count)

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -15,6 +16,14 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.otel_chatbot import SUPPORT_EXCHANGES, provider_with, run_conversation
+
+
+def serve_command(data_dir: Path, otlp_port: int = 0) -> list[str]:
+    """`turnwatch serve` on free ports (or the given OTLP port) with its own state directory."""
+    return [
+        *(sys.executable, "-m", "turnwatch", "serve", "--otlp-port", str(otlp_port)),
+        *("--grpc-port", "0", "--ops-port", "0", "--data-dir", str(data_dir)),
+    ]
 
 
 def _samples(ops_url: str) -> dict[tuple[str, tuple], float]:
@@ -29,20 +38,7 @@ def _samples(ops_url: str) -> dict[tuple[str, tuple], float]:
 def test_serve_ingests_drains_on_sigterm_and_logs_no_message_text(tmp_path):
     env = {**os.environ, "TURNWATCH_SESSIONS__IDLE_TIMEOUT_SECONDS": "30"}
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "turnwatch",
-            "serve",
-            "--otlp-port",
-            "0",
-            "--grpc-port",
-            "0",
-            "--ops-port",
-            "0",
-            "--data-dir",
-            str(tmp_path),
-        ],
+        serve_command(tmp_path),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -86,20 +82,7 @@ def test_serve_refuses_a_port_in_use_with_a_clear_message(tmp_path):
     port = holder.getsockname()[1]
     try:
         result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "turnwatch",
-                "serve",
-                "--otlp-port",
-                str(port),
-                "--grpc-port",
-                "0",
-                "--ops-port",
-                "0",
-                "--data-dir",
-                str(tmp_path),
-            ],
+            serve_command(tmp_path, otlp_port=port),
             capture_output=True,
             text=True,
             timeout=30,
@@ -113,20 +96,7 @@ def test_serve_refuses_a_port_in_use_with_a_clear_message(tmp_path):
 def test_production_mode_without_a_pseudonym_key_refuses_to_start(tmp_path):
     env = {**os.environ, "TURNWATCH_MODE": "production"}
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "turnwatch",
-            "serve",
-            "--otlp-port",
-            "0",
-            "--grpc-port",
-            "0",
-            "--ops-port",
-            "0",
-            "--data-dir",
-            str(tmp_path),
-        ],
+        serve_command(tmp_path),
         capture_output=True,
         text=True,
         timeout=60,

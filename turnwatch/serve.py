@@ -58,11 +58,11 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _http_server(app, sock: socket.socket) -> tuple[_Server, socket.socket]:
+def _http_server(app) -> _Server:
     config = uvicorn.Config(
         app, log_config=None, access_log=False, lifespan="off", timeout_graceful_shutdown=5
     )
-    return _Server(config), sock
+    return _Server(config)
 
 
 @dataclass
@@ -213,7 +213,7 @@ async def serve(
     if bus is not None and role in ("all", "exporter"):
         exporters = build_exporters(settings, registry)
         include_incidents_api(ops_app, exporters.store, settings.regressions.api_token)
-    ops_server, _ = _http_server(ops_app, ops_sock)
+    ops_server = _http_server(ops_app)
     ops_task = asyncio.create_task(ops_server.serve(sockets=[ops_sock]), name="ops")
     collector = None
     if pipeline is not None:
@@ -307,7 +307,7 @@ async def _start_collector(
     receiver = Receiver(settings.otlp, pipeline, pipeline.metrics)
     otlp_sock = _bind(settings.otlp.host, settings.otlp.http_port)
     ports.otlp_http = otlp_sock.getsockname()[1]
-    otlp_server, _ = _http_server(create_otlp_app(receiver), otlp_sock)
+    otlp_server = _http_server(create_otlp_app(receiver))
     grpc_server = None
     if settings.otlp.grpc_enabled:
         grpc_server, ports.otlp_grpc = create_grpc_server(

@@ -66,6 +66,12 @@ def normalise_role(raw: Any) -> str | None:
     return ROLE_ALIASES.get(raw.strip().lower())
 
 
+def split_system(messages: list[Message]) -> tuple[list[Message], list[str]]:
+    """System messages describe the bot, not the conversation: keep them apart."""
+    system = [m.text for m in messages if m.role == "system" and m.text]
+    return [m for m in messages if m.role != "system"], system
+
+
 def salvage_json(text: str) -> tuple[Any, bool]:
     """Parse JSON; if the emitter cut it off (attribute length limits), close what is open.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from collector.dialects.base import split_system
 from collector.records import Message, Observation
 
 MessageParser = Callable[[list[dict[str, Any]], frozenset[str], list[str]], list[Message]]
@@ -53,7 +54,6 @@ def deferred_messages(
         reasons = call.incomplete_reasons
         inputs = parse(indexed(attributes, input_prefix), markers, reasons)
         call.outputs = parse(indexed(attributes, output_prefix), markers, reasons)
-        call.inputs = [m for m in inputs if m.role != "system"]
-        call.system_instructions = [m.text for m in inputs if m.role == "system" and m.text]
+        call.inputs, call.system_instructions = split_system(inputs)
 
     return fill

@@ -20,6 +20,7 @@ from collector.dialects.base import (
     maybe_json,
     normalise_role,
     salvage_json,
+    split_system,
     text_or_marker,
     tool_call_part,
     tool_execution,
@@ -131,12 +132,6 @@ def parse_system_instructions(value: Any, markers: frozenset[str], reasons: list
         elif isinstance(part, str):
             texts.append(part)
     return texts
-
-
-def split_system(messages: list[Message]) -> tuple[list[Message], list[str]]:
-    """System messages describe the bot, not the conversation: keep them apart."""
-    system = [m.text for m in messages if m.role == "system" and m.text]
-    return [m for m in messages if m.role != "system"], system
 
 
 def content_size(value: Any) -> int:

@@ -17,10 +17,10 @@ from collector.dialects.base import (
     maybe_json,
     messages_size,
     salvage_json,
+    split_system,
     text_or_marker,
     tool_call_part,
 )
-from collector.dialects.genai import split_system
 from collector.records import LogView, Message, Observation, ObservationKind, SpanView
 
 EVENT_ROLES = {
