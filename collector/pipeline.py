@@ -47,13 +47,9 @@ class SessionSink(Protocol):
 
 
 class LoggingSink:
-    """Stand-in next stage for `turnwatch serve` until a bus is attached: logs counts only."""
-
-    def __init__(self) -> None:
-        self.delivered = 0
+    """Logs that a session was handed on: ids and counts only, never message text."""
 
     async def deliver(self, session: Session) -> None:
-        self.delivered += 1
         log.info(
             "session closed",
             extra={
