@@ -26,7 +26,7 @@ several times cheaper than building thousands of models one field at a time."""
 def ns_to_datetime(ns: int) -> datetime | None:
     if ns <= 0:
         return None
-    return datetime.fromtimestamp(ns / 1e9, tz=UTC)
+    return datetime.fromtimestamp(ns / 1e9, UTC)
 
 
 @dataclass(slots=True)
@@ -40,13 +40,8 @@ class Transcript:
     tool_errors: int = 0
 
 
-@dataclass(slots=True)
-class _Placed:
-    """A transcript message with the model call that first revealed it."""
-
-    message: Message
-    call: Observation
-    is_output: bool
+Placed = tuple[Message, Observation, bool]
+"""A transcript message, the model call that first revealed it, and whether it was an output."""
 
 
 def _merge_same_span(calls: list[Observation]) -> list[Observation]:
@@ -121,8 +116,8 @@ def _cut_history_is_known(known: list[tuple[Any, ...]], incoming: list[tuple[Any
     return any(known[start : start + len(head)] == head for start in range(last_start + 1))
 
 
-def _align(calls: list[Observation]) -> list[_Placed]:
-    placed: list[_Placed] = []
+def _align(calls: list[Observation]) -> list[Placed]:
+    placed: list[Placed] = []
     identities: list[tuple[Any, ...]] = []
     for call in calls:
         incoming = [message.identity() for message in call.inputs]
@@ -130,11 +125,10 @@ def _align(calls: list[Observation]) -> list[_Placed]:
         cut = bool(call.inputs) and call.inputs[-1].truncated
         if cut and known < len(incoming) and _cut_history_is_known(identities, incoming):
             known = len(incoming)
-        for message in call.inputs[known:]:
-            placed.append(_Placed(message, call, is_output=False))
+        placed.extend([(message, call, False) for message in call.inputs[known:]])
         identities.extend(incoming[known:])
         for message in call.outputs:
-            placed.append(_Placed(message, call, is_output=True))
+            placed.append((message, call, True))
             identities.append(message.identity())
     return placed
 
@@ -145,11 +139,10 @@ def _response_text(value: Any) -> str | None:
     return orjson.dumps(value).decode()
 
 
-def _build_turns(placed: list[_Placed]) -> list[TurnFields]:
+def _build_turns(placed: list[Placed]) -> list[TurnFields]:
     turns: list[TurnFields] = []
     pending: dict[str, TurnFields] = {}
-    for item in placed:
-        message, call = item.message, item.call
+    for message, call, is_output in placed:
         if message.role == "tool":
             target = pending.get(message.tool_call_id or "")
             if target is not None and not message.redacted:
@@ -164,15 +157,17 @@ def _build_turns(placed: list[_Placed]) -> list[TurnFields]:
             "tool_calls": [
                 {"id": part.id, "name": part.name, "arguments": part.arguments}
                 for part in message.tool_calls
-            ],
+            ]
+            if message.tool_calls
+            else [],
             "tool_call_id": message.tool_call_id,
             "name": message.name,
-            "started_at": ns_to_datetime(call.end_ns if item.is_output else call.start_ns),
+            "started_at": ns_to_datetime(call.end_ns if is_output else call.start_ns),
             "redacted": message.redacted,
             "truncated": message.truncated,
             "trace_id": call.trace_id or None,
         }
-        if item.is_output:
+        if is_output:
             turn["model"] = call.model
             turn["finish_reason"] = message.finish_reason
             if call.end_ns > call.start_ns > 0:

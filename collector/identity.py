@@ -48,12 +48,17 @@ class ContextReader:
         if keys.custom_attribute:
             self.key_attributes.append(keys.custom_attribute)
         self.user_attributes = keys.user_attributes
-        self.end_markers = sessions.end_marker_attributes
+        self.end_markers = {
+            attribute: expected.lower()
+            for attribute, expected in sessions.end_marker_attributes.items()
+        }
         self.end_events = frozenset(sessions.end_marker_events)
         self.force_attributes = {
             key: frozenset(values) for key, values in sampling.force_attributes.items()
         }
         self.service_fallback = service_fallback
+        self._last_resource: dict[str, Any] | None = None
+        self._last_facts: tuple[str, str | None] = (service_fallback, None)
 
     def read(
         self,
@@ -70,7 +75,7 @@ class ContextReader:
         is_end = False
         for attribute, expected in self.end_markers.items():
             value = attributes.get(attribute)
-            if value is not None and str(value).lower() == expected.lower():
+            if value is not None and str(value).lower() == expected:
                 is_end = True
                 break
         if event_names and not is_end:
@@ -81,21 +86,34 @@ class ContextReader:
             if isinstance(value, str) and value in values:
                 forced = attribute
                 break
-        service = resource.get("service.name")
+        service, service_version = self._resource_facts(resource)
+        agent_name = attributes.get("gen_ai.agent.name")
+        agent_version = attributes.get("gen_ai.agent.version")
         return Context(
-            service=(_text(service) if service else None) or self.service_fallback,
+            service=service,
             conversation_key=key,
             key_source=source,
             user_id=user,
             is_error=status_code == STATUS_ERROR or "error.type" in attributes,
             is_end_marker=is_end,
             force_attribute=forced,
-            service_version=_text(resource.get("service.version")),
-            agent_name=_text(attributes.get("gen_ai.agent.name")),
-            agent_version=_text(attributes.get("gen_ai.agent.version")),
+            service_version=service_version,
+            agent_name=_text(agent_name) if agent_name is not None else None,
+            agent_version=_text(agent_version) if agent_version is not None else None,
             scope_name=scope_name,
             dropped_attributes=dropped_attributes,
         )
+
+    def _resource_facts(self, resource: dict[str, Any]) -> tuple[str, str | None]:
+        """Service name and version; every span of an OTLP resource block shares the dict."""
+        if resource is not self._last_resource:
+            service = resource.get("service.name")
+            self._last_resource = resource
+            self._last_facts = (
+                (_text(service) if service else None) or self.service_fallback,
+                _text(resource.get("service.version")),
+            )
+        return self._last_facts
 
     def has_identity(self, context: Context) -> bool:
         """A span worth remembering even without content: it names, ends or flags a session."""

@@ -49,13 +49,14 @@ def _any_value(value: AnyValue, limits: DecodeLimits, depth: int) -> Any:
 
 
 def _attributes(pairs: Any, limits: DecodeLimits) -> dict[str, Any]:
-    # String values are most attributes and all message content: take them without a call.
+    # String values are most attributes and all message content: a non-empty `string_value`
+    # can only be a set string, so reading it first skips WhichOneof (a third of this loop).
     attributes: dict[str, Any] = {}
     limit = limits.max_attribute_bytes
     for kv in pairs:
         value = kv.value
-        if value.WhichOneof("value") == "string_value":
-            text = value.string_value
+        text = value.string_value
+        if text:
             if len(text) > limit:
                 raise ItemRejected("attribute_too_large")
             attributes[kv.key] = text

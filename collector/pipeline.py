@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -90,6 +91,10 @@ class CollectorPipeline:
             maxsize=settings.handoff.queue_size
         )
         self._watermark = max(1, int(settings.handoff.queue_size * settings.handoff.high_watermark))
+        # prometheus_client's labels() locks and builds a key on every call; the label values
+        # here are enum members, so each child is looked up once.
+        self._closed_counter = functools.cache(metrics.sessions_closed.labels)
+        self._sampled_counter = functools.cache(metrics.sessions_sampled.labels)
         self._event_sequence = 0
 
     def overloaded(self) -> bool:
@@ -104,7 +109,7 @@ class CollectorPipeline:
                 span.resource,
                 span.scope_name,
                 status_code=span.status_code,
-                event_names=tuple(event.name for event in span.events),
+                event_names=tuple([event.name for event in span.events]) if span.events else (),
                 dropped_attributes=span.dropped_attributes,
             )
             try:
@@ -178,7 +183,7 @@ class CollectorPipeline:
 
     def _emit(self, closed: ClosedSession) -> None:
         state = closed.state
-        self.metrics.sessions_closed.labels(closed.reason.value).inc()
+        self._closed_counter(closed.reason.value).inc()
         decision = self.sampler.decide(
             state.key,
             SamplingSignals(
@@ -187,7 +192,7 @@ class CollectorPipeline:
                 forced_attribute=state.forced_attribute,
             ),
         )
-        self.metrics.sessions_sampled.labels(decision.reason.value).inc()
+        self._sampled_counter(decision.reason.value).inc()
         if not decision.sampled:
             return
         try:

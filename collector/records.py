@@ -81,12 +81,8 @@ class Message:
 
     def identity(self) -> tuple[Any, ...]:
         """What makes two copies of a resent message the same message."""
-        return (
-            self.role,
-            self.text,
-            tuple((call.id, call.name) for call in self.tool_calls),
-            self.tool_call_id,
-        )
+        calls = tuple([(call.id, call.name) for call in self.tool_calls]) if self.tool_calls else ()
+        return (self.role, self.text, calls, self.tool_call_id)
 
 
 class ObservationKind(Enum):

@@ -63,7 +63,7 @@ class LogDecoder(ABC):
 def normalise_role(raw: Any) -> str | None:
     if not isinstance(raw, str):
         return None
-    return ROLE_ALIASES.get(raw.strip().lower())
+    return ROLE_ALIASES.get(raw) or ROLE_ALIASES.get(raw.strip().lower())
 
 
 def split_system(messages: list[Message]) -> tuple[list[Message], list[str]]:

@@ -62,9 +62,19 @@ def _message(raw: Any, markers: frozenset[str], reasons: list[str]) -> list[Mess
     parts = raw.get("parts")
     if not isinstance(parts, list):
         parts = [{"type": "text", "content": raw["content"]}] if "content" in raw else []
-    message = Message(role=role, name=raw.get("name") if isinstance(raw.get("name"), str) else None)
+    name = raw.get("name")
     finish_reason = raw.get("finish_reason")
-    message.finish_reason = finish_reason if isinstance(finish_reason, str) else None
+    message = Message(
+        role=role,
+        name=name if isinstance(name, str) else None,
+        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+    )
+    if len(parts) == 1:
+        # Most messages are one text part: the loop below would find the same, slower.
+        part = parts[0]
+        if isinstance(part, dict) and part.get("type") == "text":
+            message.text, message.redacted = text_or_marker(part.get("content"), markers)
+            return [message]
     texts: list[str] = []
     responses: list[Message] = []
     has_text_part = False
@@ -118,6 +128,8 @@ def parse_messages(value: Any, markers: frozenset[str], reasons: list[str]) -> l
 
 
 def parse_system_instructions(value: Any, markers: frozenset[str], reasons: list[str]) -> list[str]:
+    if value is None:
+        return []
     value, _ = _structured(value, reasons)
     if isinstance(value, str):
         return [value]
