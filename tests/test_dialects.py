@@ -21,14 +21,20 @@ from google.protobuf import json_format
 from google.protobuf.message import Message as ProtoMessage
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from prometheus_client import CollectorRegistry
 
 import collector
+from collector import otlp_json
+from collector.assembler import assemble
 from collector.dialects.base import salvage_json
 from collector.dialects.genai import parse_messages
 from collector.dialects.genai_events import GenAIMessageEventLogDecoder
+from collector.metrics import CollectorMetrics
+from collector.otlp_common import DecodeLimits
+from collector.pipeline import CollectorPipeline
 from collector.records import LogView
 from tests.conftest import Running, make_settings, start_service
-from turnwatch.schema import Role, Session
+from turnwatch.schema import Role, Session, TokenUsage, ToolCall, Turn
 
 TESTDATA = Path(collector.__file__).parent / "testdata"
 JSON = "application/json"
@@ -496,3 +502,29 @@ def test_salvage_json_deep_cut_keeps_earlier_messages():
     assert truncated
     assert value[:29] == messages[:29]
     assert value[29]["parts"][0]["content"] == "m"
+
+
+def test_assembled_turn_fields_are_all_schema_fields():
+    """`build` validates turns with extra="ignore" for speed: a misspelled key from the
+    assembler would vanish silently, so every key it writes must be a schema field."""
+    pipeline = CollectorPipeline(make_settings(), CollectorMetrics(CollectorRegistry()), None)
+    limits = DecodeLimits(max_attribute_bytes=1 << 20)
+    for path in TESTDATA.glob("*.json"):
+        body = path.read_bytes()
+        if "resourceLogs" in orjson.loads(body):
+            pipeline.accept_logs(otlp_json.decode_logs(body, limits).items)
+        else:
+            pipeline.accept_spans(otlp_json.decode_traces(body, limits).items)
+    pipeline.close_all()
+    turns = [
+        turn
+        for pending in [pipeline.queue.get_nowait() for _ in range(pipeline.queue.qsize())]
+        for turn in assemble(pending.closed.state.observations).turns
+    ]
+    assert len(turns) > 50
+    assert any(turn["tool_calls"] and turn.get("usage") for turn in turns)
+    for turn in turns:
+        assert set(turn) <= set(Turn.model_fields), set(turn) - set(Turn.model_fields)
+        assert set(turn.get("usage") or {}) <= set(TokenUsage.model_fields)
+        for call in turn["tool_calls"]:
+            assert set(call) <= set(ToolCall.model_fields), set(call) - set(ToolCall.model_fields)
