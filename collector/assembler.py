@@ -18,6 +18,13 @@ import orjson
 
 from collector.records import Message, Observation, ObservationKind
 
+# Each `ObservationKind.X` is a lookup through the enum's metaclass (slow on Python 3.11), and
+# these are tested once per observation: looked up once here instead.
+LLM_CALL = ObservationKind.LLM_CALL
+MESSAGE_EVENT = ObservationKind.MESSAGE_EVENT
+TOOL_EXECUTION = ObservationKind.TOOL_EXECUTION
+CONTEXT = ObservationKind.CONTEXT
+
 TurnFields = dict[str, Any]
 """A `turnwatch.schema.Turn` as plain fields: validated once, with the whole Session, which is
 several times cheaper than building thousands of models one field at a time."""
@@ -60,10 +67,10 @@ def _merge_same_span(calls: list[Observation]) -> list[Observation]:
         if existing is None:
             merged[key] = call
             ordered.append(call)
-            if call.kind is ObservationKind.MESSAGE_EVENT:
+            if call.kind is MESSAGE_EVENT:
                 from_events.add(key)
             continue
-        is_event = call.kind is ObservationKind.MESSAGE_EVENT
+        is_event = call.kind is MESSAGE_EVENT
         empty = not existing.inputs and not existing.outputs and not existing.system_instructions
         takes_content = empty or key in from_events
         if is_event and takes_content:
@@ -78,8 +85,8 @@ def _merge_same_span(calls: list[Observation]) -> list[Observation]:
             existing.system_instructions = call.system_instructions
             existing.dialect = call.dialect
             from_events.discard(key)
-        if not is_event and existing.kind is ObservationKind.MESSAGE_EVENT:
-            existing.kind = ObservationKind.LLM_CALL
+        if not is_event and existing.kind is MESSAGE_EVENT:
+            existing.kind = LLM_CALL
             existing.start_ns, existing.end_ns = call.start_ns, call.end_ns
         existing.model = existing.model or call.model
         existing.provider = existing.provider or call.provider
@@ -120,13 +127,15 @@ def _align(calls: list[Observation]) -> list[Placed]:
     placed: list[Placed] = []
     identities: list[tuple[Any, ...]] = []
     for call in calls:
-        incoming = [message.identity() for message in call.inputs]
+        inputs = call.inputs
+        incoming = [message.identity() for message in inputs]
         known = _overlap(identities, incoming)
-        cut = bool(call.inputs) and call.inputs[-1].truncated
-        if cut and known < len(incoming) and _cut_history_is_known(identities, incoming):
+        cut = known < len(incoming) and inputs[-1].truncated
+        if cut and _cut_history_is_known(identities, incoming):
             known = len(incoming)
-        placed.extend([(message, call, False) for message in call.inputs[known:]])
-        identities.extend(incoming[known:])
+        for message in inputs[known:]:
+            placed.append((message, call, False))
+        identities += incoming[known:]
         for message in call.outputs:
             placed.append((message, call, True))
             identities.append(message.identity())
@@ -186,6 +195,8 @@ def _build_turns(placed: list[Placed]) -> list[TurnFields]:
 
 def _attach_executions(turns: list[TurnFields], executions: list[Observation]) -> int:
     """Join execute_tool spans to the tool calls that asked for them; return failed count."""
+    if not executions:
+        return 0
     by_id = {call["id"]: call for turn in turns for call in turn["tool_calls"] if call["id"]}
     joined: set[int] = set()
     failures = 0
@@ -239,17 +250,13 @@ def _attach_executions(turns: list[TurnFields], executions: list[Observation]) -
 
 
 def _unique(values: list[str | None]) -> list[str]:
-    return list(dict.fromkeys(value for value in values if value))
+    return list(dict.fromkeys(filter(None, values)))
 
 
 def assemble(observations: list[Observation]) -> Transcript:
     for observation in observations:
         observation.materialize()
-    calls = [
-        o
-        for o in observations
-        if o.kind in (ObservationKind.LLM_CALL, ObservationKind.MESSAGE_EVENT)
-    ]
+    calls = [o for o in observations if o.kind is LLM_CALL or o.kind is MESSAGE_EVENT]
     calls = _merge_same_span(sorted(calls, key=lambda o: (o.start_ns, o.event_sequence)))
     if any(not call.agent_level for call in calls):
         # Agent spans repeat the user input and final answer of the model calls inside them.
@@ -262,7 +269,7 @@ def assemble(observations: list[Observation]) -> Transcript:
         if not call.inputs and not call.outputs:
             reasons.append("no_content")
     transcript.turns = _build_turns(_align(calls))
-    executions = [o for o in observations if o.kind is ObservationKind.TOOL_EXECUTION]
+    executions = [o for o in observations if o.kind is TOOL_EXECUTION]
     transcript.tool_errors = _attach_executions(transcript.turns, executions)
     if any(turn.get("redacted") for turn in transcript.turns):
         reasons.append("redacted_content")
@@ -272,7 +279,5 @@ def assemble(observations: list[Observation]) -> Transcript:
     transcript.incomplete_reasons = _unique(reasons)
     transcript.providers = _unique([call.provider for call in calls])
     transcript.models = _unique([call.model for call in calls])
-    transcript.dialects = _unique(
-        [o.dialect for o in observations if o.kind is not ObservationKind.CONTEXT]
-    )
+    transcript.dialects = _unique([o.dialect for o in observations if o.kind is not CONTEXT])
     return transcript

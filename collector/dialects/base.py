@@ -68,6 +68,11 @@ def normalise_role(raw: Any) -> str | None:
 
 def split_system(messages: list[Message]) -> tuple[list[Message], list[str]]:
     """System messages describe the bot, not the conversation: keep them apart."""
+    for message in messages:
+        if message.role == "system":
+            break
+    else:
+        return messages, []  # the usual case: nothing to split, nothing to copy
     system = [m.text for m in messages if m.role == "system" and m.text]
     return [m for m in messages if m.role != "system"], system
 

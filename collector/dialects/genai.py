@@ -10,6 +10,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+import orjson
+
 from collector.dialects.base import (
     INFERENCE_OPERATIONS,
     LogDecoder,
@@ -42,12 +44,13 @@ DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 
 def _structured(value: Any, reasons: list[str]) -> tuple[Any, bool]:
     """Return (value, truncated); a JSON string is parsed, salvaging what a length limit cut."""
-    if isinstance(value, str):
-        parsed, truncated = salvage_json(value)
-        if truncated:
-            reasons.append("truncated_content")
-        return parsed, truncated
-    return value, False
+    if not isinstance(value, str):
+        return value, False
+    try:
+        return orjson.loads(value), False  # the usual case, without salvage_json's extra call
+    except orjson.JSONDecodeError:
+        reasons.append("truncated_content")
+        return salvage_json(value)
 
 
 def _message(raw: Any, markers: frozenset[str], reasons: list[str]) -> list[Message]:
@@ -62,13 +65,14 @@ def _message(raw: Any, markers: frozenset[str], reasons: list[str]) -> list[Mess
     parts = raw.get("parts")
     if not isinstance(parts, list):
         parts = [{"type": "text", "content": raw["content"]}] if "content" in raw else []
+    # Keyword arguments to a dataclass cost more than the attribute stores they would replace.
+    message = Message(role)
     name = raw.get("name")
+    if isinstance(name, str):
+        message.name = name
     finish_reason = raw.get("finish_reason")
-    message = Message(
-        role=role,
-        name=name if isinstance(name, str) else None,
-        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
-    )
+    if isinstance(finish_reason, str):
+        message.finish_reason = finish_reason
     if len(parts) == 1:
         # Most messages are one text part: the loop below would find the same, slower.
         part = parts[0]
