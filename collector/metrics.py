@@ -5,6 +5,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 REQUEST_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+ASSEMBLY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1)
 
 
 class CollectorMetrics:
@@ -80,6 +81,12 @@ class CollectorMetrics:
             "turnwatch_handoff_dropped_total",
             "Sampled sessions dropped before the next stage, by reason.",
             ["reason"],
+            registry=registry,
+        )
+        self.assembly_duration = Histogram(
+            "turnwatch_session_assembly_seconds",
+            "Time to assemble one sampled session into its wire record (parse, align, validate).",
+            buckets=ASSEMBLY_BUCKETS,
             registry=registry,
         )
         self.handoff_delivered = Counter(

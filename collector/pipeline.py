@@ -203,6 +203,7 @@ class CollectorPipeline:
 
     def build(self, pending: PendingSession) -> Session:
         """Assemble a queued session into its wire record (off the request path)."""
+        started_assembly = time.perf_counter()
         closed, decision = pending.closed, pending.decision
         state = closed.state
         transcript = assemble(state.observations)
@@ -250,6 +251,7 @@ class CollectorPipeline:
         )
         for reason in session.incomplete_reasons:
             self.metrics.sessions_incomplete.labels(reason).inc()
+        self.metrics.assembly_duration.observe(time.perf_counter() - started_assembly)
         return session
 
     def take_pending(self) -> list[Session]:

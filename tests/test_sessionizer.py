@@ -188,6 +188,8 @@ def test_end_marker_attribute_closes_at_once() -> None:
     assert texts(session) == ["question 1", "answer 1"]
     assert harness.open_count == 0
     assert harness.closed_total("end_marker") == 1
+    assert harness.registry.get_sample_value("turnwatch_session_assembly_seconds_count") == 1
+    assert harness.registry.get_sample_value("turnwatch_session_assembly_seconds_sum") > 0
 
 
 def test_session_end_event_closes_at_once_even_on_an_unnamed_span_of_the_trace() -> None:
