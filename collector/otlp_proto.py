@@ -190,11 +190,11 @@ def logs_request_to_views(
 # --- Fast trace path --------------------------------------------------------------------------
 # decode_traces parses into a runtime-built twin of ExportTraceServiceRequest whose
 # Span.attributes and Span.Event.attributes are `bytes`: upb then hands each KeyValue back as one
-# bytes object instead of KeyValue + AnyValue wrappers (creating those wrappers was half the cost
-# of decoding a span), and the common encodings (string values, small ints) are read by hand;
-# short KeyValues, which repeat across spans, are cached whole. Anything else goes through the
-# stock KeyValue and `_any_value`. Results, rejection reasons and 400s are the same as parsing
-# with the stock classes (`trace_request_to_views`).
+# bytes object instead of KeyValue + AnyValue wrappers (creating those wrappers was over half the
+# cost of decoding a span), and the common encodings (string values, small ints) are read by
+# hand; short KeyValues that describe the call (CACHEABLE_KEYS) are cached whole. Anything else
+# goes through the stock KeyValue and `_any_value`. Results, rejection reasons and 400s are the
+# same as parsing with the stock classes (`trace_request_to_views`).
 
 
 def _raw_attributes_request_class() -> Any:
@@ -242,11 +242,54 @@ def _raw_attributes_request_class() -> Any:
 
 RawAttributesTraceRequest = _raw_attributes_request_class()
 
-# Whole short KeyValue encodings -> (key, value): keys and most short values repeat across spans.
+# Whole short KeyValue encodings -> (key, value): the attributes that describe a model call
+# (operation, provider, model, token counts) repeat across spans.
 _KV_CACHE: dict[bytes, tuple[str, Any]] = {}
 _KV_CACHE_RAW_MAX = 128
 _KV_CACHE_ENTRIES = 4096
 _CACHEABLE = (str, int, float, bool)
+
+CACHEABLE_KEYS = frozenset(
+    {
+        "gen_ai.operation.name",
+        "gen_ai.provider.name",
+        "gen_ai.system",
+        "gen_ai.request.model",
+        "gen_ai.response.model",
+        "gen_ai.output.type",
+        "gen_ai.tool.name",
+        "gen_ai.tool.type",
+        "gen_ai.agent.name",
+        "gen_ai.usage.input_tokens",
+        "gen_ai.usage.output_tokens",
+        "gen_ai.usage.prompt_tokens",
+        "gen_ai.usage.completion_tokens",
+        "gen_ai.request.max_tokens",
+        "gen_ai.request.temperature",
+        "gen_ai.request.top_p",
+        "llm.provider",
+        "llm.system",
+        "llm.model_name",
+        "llm.token_count.prompt",
+        "llm.token_count.completion",
+        "llm.token_count.total",
+        "llm.request.type",
+        "openinference.span.kind",
+        "traceloop.span.kind",
+        "server.address",
+        "server.port",
+        "error.type",
+    }
+)
+"""Only these are cached: the cache outlives sessions, so it holds nothing that can carry
+conversation content or name a person (message text, user and conversation ids)."""
+
+
+def _remember(cache: dict[bytes, tuple[str, Any]], raw: bytes, pair: tuple[str, Any]) -> None:
+    if pair[0] in CACHEABLE_KEYS and type(pair[1]) in _CACHEABLE:
+        if len(cache) >= _KV_CACHE_ENTRIES:
+            cache.clear()
+        cache[raw] = pair
 
 
 def _varint(n: int) -> bytes:
@@ -355,10 +398,7 @@ def _raw_attributes(raws: Any, limits: DecodeLimits) -> dict[str, Any]:
             if rest < 4 or (rest <= 12 and raw[size - rest + 2] == 0x18):  # int_value, or tiny
                 hit = _kv_other(raw, size, limits)
                 attributes[hit[0]] = hit[1]
-                if type(hit[1]) in _CACHEABLE:
-                    if len(cache) >= _KV_CACHE_ENTRIES:
-                        cache.clear()
-                    cache[raw] = hit
+                _remember(cache, raw, hit)
                 continue
         # KeyValue{key (< 128 bytes), value: AnyValue{string_value}}:
         # 0x0A len key 0x12 len 0x0A len text
@@ -376,16 +416,12 @@ def _raw_attributes(raws: Any, limits: DecodeLimits) -> dict[str, Any]:
                     raise ItemRejected("attribute_too_large")
                 attributes[key] = text
                 if size < _KV_CACHE_RAW_MAX:
-                    if len(cache) >= _KV_CACHE_ENTRIES:
-                        cache.clear()
-                    cache[raw] = (key, text)
+                    _remember(cache, raw, (key, text))
                 continue
         hit = _kv_other(raw, size, limits)
         attributes[hit[0]] = hit[1]
-        if size < _KV_CACHE_RAW_MAX and type(hit[1]) in _CACHEABLE:
-            if len(cache) >= _KV_CACHE_ENTRIES:
-                cache.clear()
-            cache[raw] = hit
+        if size < _KV_CACHE_RAW_MAX:
+            _remember(cache, raw, hit)
     return attributes
 
 

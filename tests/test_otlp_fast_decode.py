@@ -195,3 +195,25 @@ def test_repeated_short_attributes_come_from_the_cache_unchanged():
         == first
         == outcome(reference, body, LIMITS[0])
     )
+
+
+def test_the_cache_keeps_call_descriptions_but_no_content_or_ids():
+    """The cache outlives sessions: short message text and user ids must never be kept in it."""
+    span = Span(
+        trace_id=b"\x03" * 16,
+        span_id=b"\x04" * 8,
+        attributes=[
+            KeyValue(key="gen_ai.request.model", value=AnyValue(string_value="cache-model-x")),
+            KeyValue(key="gen_ai.usage.input_tokens", value=AnyValue(int_value=4242)),
+            KeyValue(key="user.id", value=AnyValue(string_value="alice@example.com")),
+            KeyValue(key="gen_ai.input.messages", value=AnyValue(string_value='"hi, I am Bob"')),
+        ],
+    )
+    request = ExportTraceServiceRequest()
+    request.resource_spans.add().scope_spans.add().spans.append(span)
+    [view] = otlp_proto.decode_traces(request.SerializeToString(), LIMITS[0]).items
+    assert view.attributes["user.id"] == "alice@example.com"
+    cached = set(otlp_proto._KV_CACHE.values())
+    assert ("gen_ai.request.model", "cache-model-x") in cached
+    assert ("gen_ai.usage.input_tokens", 4242) in cached
+    assert not {pair for pair in cached if pair[0] in ("user.id", "gen_ai.input.messages")}
