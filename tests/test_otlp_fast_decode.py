@@ -211,6 +211,7 @@ def test_the_cache_keeps_call_descriptions_but_no_content_or_ids():
     )
     request = ExportTraceServiceRequest()
     request.resource_spans.add().scope_spans.add().spans.append(span)
+    otlp_proto._KV_CACHE.clear()  # a nearly full cache would be cleared mid-request
     [view] = otlp_proto.decode_traces(request.SerializeToString(), LIMITS[0]).items
     assert view.attributes["user.id"] == "alice@example.com"
     cached = set(otlp_proto._KV_CACHE.values())
