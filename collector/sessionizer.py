@@ -117,11 +117,7 @@ class Sessionizer:
             closed.append(self._close(key, CloseReason.TURN_CAP))
         elif session.size > self.config.max_session_bytes:
             closed.append(self._close(key, CloseReason.BYTE_CAP))
-        if (
-            len(self._open) > self.config.max_open_sessions
-            or self.buffered_bytes > self.config.max_buffered_bytes
-        ):
-            closed.extend(self._enforce_bounds())
+        closed.extend(self._enforce_bounds())
         return closed
 
     def sweep(self) -> list[ClosedSession]:

@@ -10,8 +10,6 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-import orjson
-
 from collector.dialects.base import (
     INFERENCE_OPERATIONS,
     LogDecoder,
@@ -44,13 +42,12 @@ DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 
 def _structured(value: Any, reasons: list[str]) -> tuple[Any, bool]:
     """Return (value, truncated); a JSON string is parsed, salvaging what a length limit cut."""
-    if not isinstance(value, str):
-        return value, False
-    try:
-        return orjson.loads(value), False  # the usual case, without salvage_json's extra call
-    except orjson.JSONDecodeError:
-        reasons.append("truncated_content")
-        return salvage_json(value)
+    if isinstance(value, str):
+        parsed, truncated = salvage_json(value)
+        if truncated:
+            reasons.append("truncated_content")
+        return parsed, truncated
+    return value, False
 
 
 def _message(raw: Any, markers: frozenset[str], reasons: list[str]) -> list[Message]:
