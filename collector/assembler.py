@@ -152,30 +152,33 @@ def _build_turns(placed: list[Placed]) -> list[TurnFields]:
     turns: list[TurnFields] = []
     pending: dict[str, TurnFields] = {}
     for message, call, is_output in placed:
-        if message.role == "tool":
+        role = message.role
+        if role == "tool":
             target = pending.get(message.tool_call_id or "")
             if target is not None and not message.redacted:
                 target["result"] = message.tool_response
                 continue
+        # Only what differs from the schema's defaults: Session validation fills the rest, and
+        # every key left out is one less to build and to validate.
         turn: TurnFields = {
             "index": len(turns),
-            "role": message.role,
-            "text": message.text
-            if message.role != "tool"
-            else _response_text(message.tool_response),
+            "role": role,
+            "text": message.text if role != "tool" else _response_text(message.tool_response),
+            "started_at": ns_to_datetime(call.end_ns if is_output else call.start_ns),
+            "trace_id": call.trace_id or None,
             "tool_calls": [
                 {"id": part.id, "name": part.name, "arguments": part.arguments}
                 for part in message.tool_calls
-            ]
-            if message.tool_calls
-            else [],
-            "tool_call_id": message.tool_call_id,
-            "name": message.name,
-            "started_at": ns_to_datetime(call.end_ns if is_output else call.start_ns),
-            "redacted": message.redacted,
-            "truncated": message.truncated,
-            "trace_id": call.trace_id or None,
+            ],
         }
+        if message.tool_call_id is not None:
+            turn["tool_call_id"] = message.tool_call_id
+        if message.name is not None:
+            turn["name"] = message.name
+        if message.redacted:
+            turn["redacted"] = True
+        if message.truncated:
+            turn["truncated"] = True
         if is_output:
             turn["model"] = call.model
             turn["finish_reason"] = message.finish_reason

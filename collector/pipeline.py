@@ -26,7 +26,7 @@ from collector.records import Context, LogView, Observation, SpanView
 from collector.sampler import Sampler, SamplingSignals
 from collector.sessionizer import ClosedSession, Sessionizer
 from turnwatch.config import Settings
-from turnwatch.schema import CloseReason, Provenance, SamplingDecision, Session
+from turnwatch.schema import CloseReason, SamplingDecision, Session
 
 log = logging.getLogger("turnwatch.collector")
 
@@ -103,17 +103,19 @@ class CollectorPipeline:
     def accept_spans(self, spans: list[SpanView]) -> int:
         """Buffer decoded spans; return how many a dialect decoder failed on (rejected)."""
         failed = 0
+        read_context = self.reader.read
+        decoders = self.span_decoders
         for span in spans:
-            context = self.reader.read(
+            context = read_context(
                 span.attributes,
                 span.resource,
                 span.scope_name,
-                status_code=span.status_code,
-                event_names=tuple([event.name for event in span.events]) if span.events else (),
-                dropped_attributes=span.dropped_attributes,
+                span.status_code,
+                tuple([event.name for event in span.events]) if span.events else (),
+                span.dropped_attributes,
             )
             try:
-                observation = self._first_match(self.span_decoders, span)
+                observation = self._first_match(decoders, span)
             except Exception as exc:
                 # A decoder bug on hostile content must cost one span, never the request.
                 failed += 1
@@ -133,7 +135,9 @@ class CollectorPipeline:
                 record.attributes,
                 record.resource,
                 record.scope_name,
-                dropped_attributes=record.dropped_attributes,
+                0,
+                (),
+                record.dropped_attributes,
             )
             try:
                 observation = self._first_match(self.log_decoders, record)
@@ -225,7 +229,7 @@ class CollectorPipeline:
                 key_source=state.key_source,
                 service=state.service or self.settings.service_fallback,
                 user_id=state.user_id,
-                provenance=Provenance(
+                provenance=dict(
                     providers=transcript.providers,
                     models=transcript.models,
                     service_version=state.service_version,

@@ -97,9 +97,8 @@ class Sessionizer:
 
     def add(
         self, trace_id: str, context: Context, observation: Observation | None, time_ns: int
-    ) -> list[ClosedSession]:
+    ) -> tuple[ClosedSession, ...]:
         """Buffer one span's or log record's facts; return sessions this closed."""
-        closed: list[ClosedSession] = []
         key, source = self._resolve_key(trace_id, context)
         now = self.clock()
         session = self._open.get(key)
@@ -111,13 +110,18 @@ class Sessionizer:
             self._open.move_to_end(key)
         session.last_activity = now
         self._absorb(session, trace_id, context, observation, time_ns)
+        closed: tuple[ClosedSession, ...] = ()
         if context.is_end_marker:
-            closed.append(self._close(key, CloseReason.END_MARKER))
+            closed = (self._close(key, CloseReason.END_MARKER),)
         elif session.estimated_turns > self.config.max_turns:
-            closed.append(self._close(key, CloseReason.TURN_CAP))
+            closed = (self._close(key, CloseReason.TURN_CAP),)
         elif session.size > self.config.max_session_bytes:
-            closed.append(self._close(key, CloseReason.BYTE_CAP))
-        closed.extend(self._enforce_bounds())
+            closed = (self._close(key, CloseReason.BYTE_CAP),)
+        if (
+            len(self._open) > self.config.max_open_sessions
+            or self.buffered_bytes > self.config.max_buffered_bytes
+        ):
+            closed += tuple(self._enforce_bounds())
         return closed
 
     def sweep(self) -> list[ClosedSession]:

@@ -306,6 +306,26 @@ def test_genai_empty_text_answer_is_a_turn_without_text():
     assert reasons == []
 
 
+def test_genai_one_text_part_messages_keep_every_field_whatever_their_length():
+    long_text = "refund " * 20
+    raw = [
+        {"role": "user", "parts": [{"type": "text", "content": long_text}], "name": "ann"},
+        {"role": " Human ", "parts": [{"type": "text", "content": "[REDACTED]"}]},
+        {"role": "assistant", "parts": [{"type": "text", "content": " " * 100}]},
+        {"role": "model", "content": long_text, "finish_reason": "stop"},
+        {"role": ["user"], "parts": [{"type": "text", "content": long_text}]},
+    ]
+    reasons: list[str] = []
+    messages = parse_messages(orjson.dumps(raw).decode(), frozenset({"[REDACTED]"}), reasons)
+    assert [(m.role, m.text, m.name, m.finish_reason, m.redacted) for m in messages] == [
+        ("user", long_text, "ann", None, False),
+        ("user", None, None, None, True),
+        ("assistant", None, None, None, False),
+        ("assistant", long_text, None, "stop", False),
+    ]
+    assert reasons == ["unknown_role"]
+
+
 # ---------------------------------------------------------------- OpenInference, OpenLLMetry
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from collector.dialects.base import (
     INFERENCE_OPERATIONS,
+    MARKER_SCAN_LENGTH,
+    ROLE_ALIASES,
     LogDecoder,
     SpanDecoder,
     first_int,
@@ -38,6 +40,7 @@ INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
 SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+LLM_CALL = ObservationKind.LLM_CALL
 
 
 def _structured(value: Any, reasons: list[str]) -> tuple[Any, bool]:
@@ -50,32 +53,45 @@ def _structured(value: Any, reasons: list[str]) -> tuple[Any, bool]:
     return value, False
 
 
-def _message(raw: Any, markers: frozenset[str], reasons: list[str]) -> list[Message]:
-    """One GenAI ChatMessage; a tool message with several responses becomes several messages."""
+def _read_message(
+    raw: Any, markers: frozenset[str], reasons: list[str], into: list[Message]
+) -> None:
+    """Append one GenAI ChatMessage; a tool message with several responses adds several."""
     if not isinstance(raw, dict):
         reasons.append("malformed_message")
-        return []
-    role = normalise_role(raw.get("role"))
+        return
+    role = raw.get("role")
+    role = ROLE_ALIASES.get(role) if type(role) is str else None
     if role is None:
-        reasons.append("unknown_role")
-        return []
+        role = normalise_role(raw.get("role"))
+        if role is None:
+            reasons.append("unknown_role")
+            return
     parts = raw.get("parts")
     if not isinstance(parts, list):
         parts = [{"type": "text", "content": raw["content"]}] if "content" in raw else []
     # Keyword arguments to a dataclass cost more than the attribute stores they would replace.
     message = Message(role)
-    name = raw.get("name")
-    if isinstance(name, str):
-        message.name = name
-    finish_reason = raw.get("finish_reason")
-    if isinstance(finish_reason, str):
-        message.finish_reason = finish_reason
+    # Only a message with a role, its content and a third key can carry a name or finish reason.
+    if len(raw) > 2:
+        name = raw.get("name")
+        if isinstance(name, str):
+            message.name = name
+        finish_reason = raw.get("finish_reason")
+        if isinstance(finish_reason, str):
+            message.finish_reason = finish_reason
     if len(parts) == 1:
         # Most messages are one text part: the loop below would find the same, slower.
         part = parts[0]
         if isinstance(part, dict) and part.get("type") == "text":
-            message.text, message.redacted = text_or_marker(part.get("content"), markers)
-            return [message]
+            content = part.get("content")
+            if type(content) is str and len(content) > MARKER_SCAN_LENGTH:
+                if not content.isspace():
+                    message.text = content
+            else:
+                message.text, message.redacted = text_or_marker(content, markers)
+            into.append(message)
+            return
     texts: list[str] = []
     responses: list[Message] = []
     has_text_part = False
@@ -104,11 +120,11 @@ def _message(raw: Any, markers: frozenset[str], reasons: list[str]) -> list[Mess
             )
     if texts:
         message.text = "\n".join(texts)
-    if responses and role == "tool" and not texts:
-        return responses
     # An empty text part is still a turn (the bot said nothing), though its text is None.
     keep = texts or has_text_part or message.tool_calls or message.redacted
-    return [message, *responses] if keep else responses
+    if keep and not (responses and role == "tool" and not texts):
+        into.append(message)
+    into.extend(responses)
 
 
 def parse_messages(value: Any, markers: frozenset[str], reasons: list[str]) -> list[Message]:
@@ -120,7 +136,7 @@ def parse_messages(value: Any, markers: frozenset[str], reasons: list[str]) -> l
         return []
     messages: list[Message] = []
     for raw in value:
-        messages.extend(_message(raw, markers, reasons))
+        _read_message(raw, markers, reasons, messages)
     # Only this attribute's own cut marks its last message: `reasons` is shared by the input
     # and output attributes of one call, and a cut input says nothing about the output.
     if truncated:
@@ -179,26 +195,24 @@ def llm_call(
     start_ns: int,
     end_ns: int,
 ) -> Observation:
-    return Observation(
-        kind=ObservationKind.LLM_CALL,
-        dialect=dialect,
-        trace_id=trace_id,
-        span_id=span_id,
-        start_ns=start_ns,
-        end_ns=end_ns,
-        provider=first_str(attributes, "gen_ai.provider.name", "gen_ai.system"),
-        model=first_str(attributes, "gen_ai.response.model", "gen_ai.request.model"),
-        input_tokens=first_int(
-            attributes, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"
-        ),
-        output_tokens=first_int(
-            attributes, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"
-        ),
-        size_bytes=content_size(attributes.get(INPUT_MESSAGES))
-        + content_size(attributes.get(OUTPUT_MESSAGES))
-        + content_size(attributes.get(SYSTEM_INSTRUCTIONS)),
-        deferred_content=partial(_fill_content, attributes, markers),
+    call = Observation(LLM_CALL, dialect, trace_id, span_id, start_ns, end_ns)
+    # Attribute stores, not keyword arguments: this runs for every model call, and a dataclass's
+    # keyword arguments cost twice as much.
+    call.provider = first_str(attributes, "gen_ai.provider.name", "gen_ai.system")
+    call.model = first_str(attributes, "gen_ai.response.model", "gen_ai.request.model")
+    call.input_tokens = first_int(
+        attributes, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"
     )
+    call.output_tokens = first_int(
+        attributes, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"
+    )
+    call.size_bytes = (
+        content_size(attributes.get(INPUT_MESSAGES))
+        + content_size(attributes.get(OUTPUT_MESSAGES))
+        + content_size(attributes.get(SYSTEM_INSTRUCTIONS))
+    )
+    call.deferred_content = partial(_fill_content, attributes, markers)
+    return call
 
 
 def _error_text(span: SpanView) -> str | None:
