@@ -41,6 +41,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+import collector
+
 SPANS_PER_REQUEST = 512
 CALLS_PER_CONVERSATION = 8
 WORDS = [
@@ -309,7 +311,8 @@ def main() -> None:
     print(
         f"ingest: {args.requests} requests x {SPANS_PER_REQUEST} spans, {size_kib:.0f} KiB each, "
         f"{args.clients} client threads, {os.cpu_count()} cores, "
-        f"sampling rate {args.sampling_rate}"
+        f"sampling rate {args.sampling_rate}, "
+        f"{'collector compiled with mypyc' if collector.COMPILED else 'pure Python'}"
     )
     print(
         f"{'run':<20}{'spans/s':>9}{'spans/CPU-s':>13}{'request path':>14}{'assembly':>10}"

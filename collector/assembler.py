@@ -10,6 +10,7 @@ that requested them, by call id or else by name within the same trace.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -252,7 +253,7 @@ def _attach_executions(turns: list[TurnFields], executions: list[Observation]) -
     return failures
 
 
-def _unique(values: list[str | None]) -> list[str]:
+def _unique(values: Iterable[str | None]) -> list[str]:
     return list(dict.fromkeys(filter(None, values)))
 
 

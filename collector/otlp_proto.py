@@ -89,7 +89,7 @@ def _id(raw: bytes, length: int, *, required: bool) -> str:
     return ""
 
 
-def _resource_attributes(pairs: list[KeyValue], limits: DecodeLimits) -> dict[str, Any]:
+def _resource_attributes(pairs: Any, limits: DecodeLimits) -> dict[str, Any]:
     try:
         return _attributes(pairs, limits)
     except ItemRejected:

@@ -52,6 +52,8 @@ def test_dockerfile_is_multi_stage_non_root_offline_with_healthcheck():
     assert "spacy download" not in text and "spacy.cli" not in text
     for package in ("turnwatch", "collector", "scorers", "exporters"):
         assert f"COPY {package} {package}" in text
+    # The image ships the compiled collector (setup.py), and the build fails if it did not compile.
+    assert "setup.py" in text and 'turnwatch --version | grep -q "compiled with mypyc"' in text
 
 
 def test_compose_runs_the_whole_pipeline():

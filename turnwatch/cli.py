@@ -9,6 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
+import collector
 from exporters.regressions.cli import add_regressions_parser, run_regressions
 from scorers.registry import ContractError
 from turnwatch import __version__
@@ -17,9 +18,14 @@ from turnwatch.demo.cli import add_demo_parser, run_demo
 from turnwatch.logs import configure_logging
 
 
+def _version() -> str:
+    build = "collector compiled with mypyc" if collector.COMPILED else "pure Python"
+    return f"turnwatch {__version__} ({build})"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="turnwatch", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"turnwatch {__version__}")
+    parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", required=True)
     add_regressions_parser(commands)
     add_demo_parser(commands)

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Literal[1] = 1
 
 JsonValue = Any
 """A JSON-compatible value (str, int, float, bool, None, list, dict) as decoded from OTLP."""

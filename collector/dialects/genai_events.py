@@ -52,12 +52,17 @@ def _span_event_body(attributes: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     return attributes, False
 
 
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _lacks_content(body: dict[str, Any]) -> bool:
     """Content capture off: the event says a message was sent but not what it said.
 
     Read from the body, not the message: `content: ""` is captured (if empty) content.
     """
-    inner = body.get("message") if isinstance(body.get("message"), dict) else body
+    message = body.get("message")
+    inner = message if isinstance(message, dict) else body
     return inner.get("content") is None and not inner.get("tool_calls")
 
 
@@ -74,7 +79,7 @@ def _tool_calls(raw: Any) -> list:
     for call in raw if isinstance(raw, list) else []:
         if not isinstance(call, dict):
             continue
-        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        function = _object(call.get("function"))
         calls.append(
             tool_call_part(call.get("id"), function.get("name"), function.get("arguments"))
         )
@@ -86,7 +91,7 @@ def message_from_event(
 ) -> tuple[Message, bool] | None:
     """Return (message, is_output) for a per-message event, or None for other events."""
     if event_name == CHOICE_EVENT:
-        inner = body.get("message") if isinstance(body.get("message"), dict) else {}
+        inner = _object(body.get("message"))
         text, redacted = text_or_marker(inner.get("content"), markers)
         finish = body.get("finish_reason")
         return (

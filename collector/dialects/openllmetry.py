@@ -38,8 +38,8 @@ def _content(raw: Any) -> Any:
             parts = orjson.loads(raw)
         except orjson.JSONDecodeError:
             return raw
-        texts = [
-            p.get("text") for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)
+        texts: list[str] = [
+            p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)
         ]
         return "\n".join(texts) if texts else None
     return raw
