@@ -29,6 +29,7 @@ COMPILED_MODULES = [
     "collector/sampler.py",
     "collector/assembler.py",
     "collector/otlp_proto.py",
+    "collector/pipeline.py",
     "collector/dialects/__init__.py",
     "collector/dialects/base.py",
     "collector/dialects/flattened.py",

@@ -31,6 +31,9 @@ TurnFields = dict[str, Any]
 several times cheaper than building thousands of models one field at a time."""
 
 
+EPOCH = datetime.fromtimestamp(0, UTC)
+
+
 def ns_to_datetime(ns: int) -> datetime | None:
     if ns <= 0:
         return None

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from collector.assembler import assemble, ns_to_datetime
+from collector.assembler import EPOCH, assemble, ns_to_datetime
 from collector.dialects import build_log_decoders, build_span_decoders
 from collector.identity import ContextReader
 from collector.metrics import CollectorMetrics
@@ -216,7 +216,7 @@ class CollectorPipeline:
             reasons.append("dropped_attributes")
         if not transcript.turns:
             reasons.append("no_turns")
-        started = ns_to_datetime(state.first_ns) or ns_to_datetime(1)
+        started = ns_to_datetime(state.first_ns) or EPOCH
         ended = ns_to_datetime(state.last_ns) or started
         # The turn dicts come from our own assembler, whose keys tests pin to the schema; skipping
         # the unknown-key check of every nested model saves a sixth of validation. Types are

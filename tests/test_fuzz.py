@@ -329,7 +329,9 @@ def test_otlp_shaped_json_with_wrong_types(signal):
     decoder = DECODERS[(signal, JSON)]
     outcomes: set[str] = set()
 
-    @FUZZ
+    # Derandomized: the mix of outcomes asserted below must not depend on this run's luck (a
+    # random 200 examples very rarely include no decodable item).
+    @settings(FUZZ, derandomize=True)
     @given(document=json_traces if signal == "traces" else json_logs)
     def decode(document):
         result = _decode(decoder, _dump(document))

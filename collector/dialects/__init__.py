@@ -6,6 +6,8 @@ its dialect, else None. `build_span_decoders` composes them in the configured or
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from collector.dialects.base import LogDecoder, SpanDecoder
 from collector.dialects.genai import GenAIDetailsEventDecoder, GenAISpanDecoder
 from collector.dialects.genai_events import GenAIMessageEventLogDecoder, GenAISpanEventDecoder
@@ -25,9 +27,9 @@ LOG_DECODERS: dict[str, type[LogDecoder]] = {
 }
 
 
-def build_span_decoders(names: list[str], redaction_markers: list[str]) -> list[SpanDecoder]:
+def build_span_decoders(names: Sequence[str], redaction_markers: list[str]) -> list[SpanDecoder]:
     return [SPAN_DECODERS[name](redaction_markers) for name in names if name in SPAN_DECODERS]
 
 
-def build_log_decoders(names: list[str], redaction_markers: list[str]) -> list[LogDecoder]:
+def build_log_decoders(names: Sequence[str], redaction_markers: list[str]) -> list[LogDecoder]:
     return [LOG_DECODERS[name](redaction_markers) for name in names if name in LOG_DECODERS]
