@@ -2,12 +2,13 @@
 
 Why: at OTLP rates the collector runs a few dozen Python statements per span, and their
 interpreter overhead is most of its CPU. mypyc compiles the same typed Python source into C
-extensions that spend about a quarter less CPU per span (benchmarks/README.md has the figures).
+extensions that spend about a fifth less CPU per span (benchmarks/README.md has the figures).
 The source stays the source: nothing here changes what the code does, and `mypy` type-checks
 these modules as part of compiling them.
 
-Compilation is optional. Without a C compiler, or with TURNWATCH_COMPILE=0, turnwatch installs
-as pure Python, slower but identical in behaviour. `turnwatch version` says which one runs.
+Compilation is optional. Without a C compiler, when mypy finds a type error in these modules, or
+with TURNWATCH_COMPILE=0, turnwatch installs as pure Python, slower but identical in behaviour.
+`turnwatch --version` says which one runs.
 
 In an editable install (`pip install -e .`) the extensions are built next to their sources and
 Python imports them in preference to the .py files, so an edited module must be rebuilt:
@@ -63,7 +64,13 @@ def compiled_extensions() -> list:
     except ImportError:
         print("turnwatch: mypyc not available; installing as pure Python", file=sys.stderr)
         return []
-    return mypycify([*MYPY_OPTIONS, *COMPILED_MODULES], opt_level="3")
+    try:
+        return mypycify([*MYPY_OPTIONS, *COMPILED_MODULES], opt_level="3")
+    except SystemExit:
+        # mypyc exits on type errors (printed above), e.g. if a newer dependency changes its
+        # types. Users still get a working install; tests/test_compiled.py fails on it in CI.
+        print("turnwatch: type check failed; installing as pure Python", file=sys.stderr)
+        return []
 
 
 setup(ext_modules=compiled_extensions(), cmdclass={"build_ext": OptionalBuildExt})
