@@ -312,7 +312,7 @@ def main() -> None:
         f"ingest: {args.requests} requests x {SPANS_PER_REQUEST} spans, {size_kib:.0f} KiB each, "
         f"{args.clients} client threads, {os.cpu_count()} cores, "
         f"sampling rate {args.sampling_rate}, "
-        f"{'collector compiled with mypyc' if collector.COMPILED else 'pure Python'}"
+        f"{collector.BUILD}"
     )
     print(
         f"{'run':<20}{'spans/s':>9}{'spans/CPU-s':>13}{'request path':>14}{'assembly':>10}"

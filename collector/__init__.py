@@ -1,7 +1,7 @@
 """The collector: OTLP receivers, dialect decoders, sessionizer, sampler and session assembly.
 
 Its per-span modules are compiled with mypyc when turnwatch is installed (setup.py says why and
-how); `COMPILED` tells whether this process runs them compiled.
+how); `COMPILED` tells whether this process runs them compiled, `BUILD` says it in words.
 """
 
 from __future__ import annotations
@@ -42,3 +42,4 @@ def _refuse_stale_extensions(modules: list[tuple[Path, Path]]) -> None:
 _modules = _compiled_modules()
 _refuse_stale_extensions(_modules)
 COMPILED = bool(_modules)
+BUILD = "collector compiled with mypyc" if COMPILED else "pure Python"

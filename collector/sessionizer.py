@@ -117,12 +117,7 @@ class Sessionizer:
             closed = (self._close(key, CloseReason.TURN_CAP),)
         elif session.size > self.config.max_session_bytes:
             closed = (self._close(key, CloseReason.BYTE_CAP),)
-        if (
-            len(self._open) > self.config.max_open_sessions
-            or self.buffered_bytes > self.config.max_buffered_bytes
-        ):
-            closed += tuple(self._enforce_bounds())
-        return closed
+        return closed + tuple(self._enforce_bounds())
 
     def sweep(self) -> list[ClosedSession]:
         """Close sessions idle for longer than the idle timeout."""

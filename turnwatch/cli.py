@@ -18,14 +18,11 @@ from turnwatch.demo.cli import add_demo_parser, run_demo
 from turnwatch.logs import configure_logging
 
 
-def _version() -> str:
-    build = "collector compiled with mypyc" if collector.COMPILED else "pure Python"
-    return f"turnwatch {__version__} ({build})"
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="turnwatch", description=__doc__)
-    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument(
+        "--version", action="version", version=f"turnwatch {__version__} ({collector.BUILD})"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     add_regressions_parser(commands)
     add_demo_parser(commands)

@@ -12,8 +12,6 @@ from typing import Any
 
 from collector.dialects.base import (
     INFERENCE_OPERATIONS,
-    MARKER_SCAN_LENGTH,
-    ROLE_ALIASES,
     LogDecoder,
     SpanDecoder,
     first_int,
@@ -60,36 +58,26 @@ def _read_message(
     if not isinstance(raw, dict):
         reasons.append("malformed_message")
         return
-    role = raw.get("role")
-    role = ROLE_ALIASES.get(role) if type(role) is str else None
+    role = normalise_role(raw.get("role"))
     if role is None:
-        role = normalise_role(raw.get("role"))
-        if role is None:
-            reasons.append("unknown_role")
-            return
+        reasons.append("unknown_role")
+        return
     parts = raw.get("parts")
     if not isinstance(parts, list):
         parts = [{"type": "text", "content": raw["content"]}] if "content" in raw else []
     # Keyword arguments to a dataclass cost more than the attribute stores they would replace.
     message = Message(role)
-    # Only a message with a role, its content and a third key can carry a name or finish reason.
-    if len(raw) > 2:
-        name = raw.get("name")
-        if isinstance(name, str):
-            message.name = name
-        finish_reason = raw.get("finish_reason")
-        if isinstance(finish_reason, str):
-            message.finish_reason = finish_reason
+    name = raw.get("name")
+    if isinstance(name, str):
+        message.name = name
+    finish_reason = raw.get("finish_reason")
+    if isinstance(finish_reason, str):
+        message.finish_reason = finish_reason
     if len(parts) == 1:
         # Most messages are one text part: the loop below would find the same, slower.
         part = parts[0]
         if isinstance(part, dict) and part.get("type") == "text":
-            content = part.get("content")
-            if type(content) is str and len(content) > MARKER_SCAN_LENGTH:
-                if not content.isspace():
-                    message.text = content
-            else:
-                message.text, message.redacted = text_or_marker(content, markers)
+            message.text, message.redacted = text_or_marker(part.get("content"), markers)
             into.append(message)
             return
     texts: list[str] = []
