@@ -1,4 +1,9 @@
-"""Compiles the collector's per-span code with mypyc; everything else is in pyproject.toml.
+"""Lays out the one import package and compiles the collector's per-span code with mypyc;
+everything else is in pyproject.toml.
+
+Layout: the card's top-level folders `collector/`, `scorers/` and `exporters/` install as
+`turnwatch.collector`, `turnwatch.scorers` and `turnwatch.exporters` (package_dir below), so
+turnwatch installs exactly one top-level package and no generic name such as `collector`.
 
 Why: at OTLP rates the collector runs a few dozen Python statements per span, and their
 interpreter overhead is most of its CPU. mypyc compiles the same typed Python source into C
@@ -12,13 +17,17 @@ with TURNWATCH_COMPILE=0, turnwatch installs as pure Python, slower but identica
 
 In an editable install (`pip install -e .`) the extensions are built next to their sources and
 Python imports them in preference to the .py files, so an edited module must be rebuilt:
-`collector/__init__.py` refuses to import a compiled module older than its source.
+`collector/__init__.py` refuses to import a compiled module older than its source. mypyc names a
+module after its path, so it compiles from a tree laid out like the import package
+(`build/mypyc-src/turnwatch/...`), made of links to the sources.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
@@ -39,6 +48,13 @@ COMPILED_MODULES = [
     "collector/dialects/openinference.py",
     "collector/dialects/openllmetry.py",
 ]
+STAGES = {
+    "turnwatch.collector": "collector",
+    "turnwatch.scorers": "scorers",
+    "turnwatch.exporters": "exporters",
+}
+PACKAGE_DIR = {"turnwatch": "turnwatch", **STAGES}
+STAGING = Path("build") / "mypyc-src"
 MYPY_OPTIONS = ["--ignore-missing-imports", "--disable-error-code", "import-untyped"]
 
 
@@ -56,6 +72,31 @@ class OptionalBuildExt(build_ext):
             print(f"turnwatch: not compiled ({exc}); installing as pure Python", file=sys.stderr)
 
 
+def packages() -> list[str]:
+    """Every package of the import namespace, found from the folders PACKAGE_DIR maps."""
+    found = []
+    for name, folder in PACKAGE_DIR.items():
+        for init in sorted(Path(folder).rglob("__init__.py")):
+            relative = init.parent.relative_to(folder).parts
+            if "__pycache__" not in relative:
+                found.append(".".join((name, *relative)))
+    return found
+
+
+def staged_sources() -> list[str]:
+    """COMPILED_MODULES as paths in a links-only tree shaped like the import package."""
+    if STAGING.exists():
+        shutil.rmtree(STAGING)
+    package = STAGING / "turnwatch"
+    package.mkdir(parents=True)
+    for entry in Path("turnwatch").iterdir():
+        if entry.name != "__pycache__":
+            (package / entry.name).symlink_to(entry.resolve())
+    for name, folder in STAGES.items():
+        (package / name.rpartition(".")[2]).symlink_to(Path(folder).resolve())
+    return [str(package / module) for module in COMPILED_MODULES]
+
+
 def compiled_extensions() -> list:
     if os.environ.get("TURNWATCH_COMPILE", "1") == "0":
         return []
@@ -65,7 +106,7 @@ def compiled_extensions() -> list:
         print("turnwatch: mypyc not available; installing as pure Python", file=sys.stderr)
         return []
     try:
-        return mypycify([*MYPY_OPTIONS, *COMPILED_MODULES], opt_level="3")
+        return mypycify([*MYPY_OPTIONS, *staged_sources()], opt_level="3")
     except SystemExit:
         # mypyc exits on type errors (printed above), e.g. if a newer dependency changes its
         # types. Users still get a working install; tests/test_compiled.py fails on it in CI.
@@ -73,4 +114,9 @@ def compiled_extensions() -> list:
         return []
 
 
-setup(ext_modules=compiled_extensions(), cmdclass={"build_ext": OptionalBuildExt})
+setup(
+    packages=packages(),
+    package_dir=PACKAGE_DIR,
+    ext_modules=compiled_extensions(),
+    cmdclass={"build_ext": OptionalBuildExt},
+)

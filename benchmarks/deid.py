@@ -34,13 +34,13 @@ from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
 from presidio_analyzer.nlp_engine import SpacyNlpEngine
 from presidio_analyzer.predefined_recognizers import EmailRecognizer
 from presidio_anonymizer import AnonymizerEngine
+from turnwatch.collector.deid.analysis import AnalysisStats
+from turnwatch.collector.deid.cache import Finding
+from turnwatch.collector.deid.config import DeidConfig
+from turnwatch.collector.deid.offline import OfflineEmailRecognizer
+from turnwatch.collector.deid.replace import merge
+from turnwatch.collector.deid.stage import build_deidentifier
 
-from collector.deid.analysis import AnalysisStats
-from collector.deid.cache import Finding
-from collector.deid.config import DeidConfig
-from collector.deid.offline import OfflineEmailRecognizer
-from collector.deid.replace import merge
-from collector.deid.stage import build_deidentifier
 from tests.pii_corpus import LabelledSession, build_sessions, message_units
 
 SECRET = b"benchmark-secret-0123456789"

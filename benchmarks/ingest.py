@@ -41,7 +41,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-import collector
+from turnwatch import collector
 
 SPANS_PER_REQUEST = 512
 CALLS_PER_CONVERSATION = 8
@@ -255,8 +255,8 @@ def serve_collector(sampling_rate: float) -> None:
     De-identification is left out on purpose: it is measured by benchmarks/deid.py, and at
     Presidio's speed it would measure that stage instead of ingest.
     """
-    from turnwatch.config import load_settings
-    from turnwatch.serve import BackgroundService
+    from turnwatch.app.serve import BackgroundService
+    from turnwatch.app.settings import load_settings
 
     settings = load_settings(
         None,

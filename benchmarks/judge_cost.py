@@ -24,8 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scorers.judge.config import JudgeConfig
-from scorers.judge.evaluate import JudgeEvaluator
+from turnwatch.scorers.judge.config import JudgeConfig
+from turnwatch.scorers.judge.evaluate import JudgeEvaluator
+
 from tests.test_judge_loopback import running
 from tests.test_scorers_builders import bot, session, user
 from turnwatch.schema import Session

@@ -16,8 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-
-from collector.records import Message, Observation, ObservationKind
+from turnwatch.collector.records import Message, Observation, ObservationKind
 
 # Each `ObservationKind.X` is a lookup through the enum's metaclass (slow on Python 3.11), and
 # these are tested once per observation: looked up once here instead.

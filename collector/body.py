@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import zlib
 
-from collector.otlp_common import Undecodable
+from turnwatch.collector.otlp_common import Undecodable
 
 GZIP_WBITS = 16 + zlib.MAX_WBITS
 ZLIB_OR_GZIP_WBITS = 32 + zlib.MAX_WBITS

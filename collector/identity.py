@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from collector.records import STATUS_ERROR, Context
-from turnwatch.config import ConversationKeyConfig, SamplingConfig, SessionConfig
+from turnwatch.collector.config import ConversationKeyConfig, SamplingConfig, SessionConfig
+from turnwatch.collector.records import STATUS_ERROR, Context
 
 MAX_KEY_LENGTH = 256
 

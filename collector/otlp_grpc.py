@@ -17,10 +17,9 @@ from types import ModuleType
 import grpc
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-
-from collector.otlp_common import Undecodable
-from collector.otlp_proto import decode_logs, decode_traces
-from collector.receiver import Receiver
+from turnwatch.collector.otlp_common import Undecodable
+from turnwatch.collector.otlp_proto import decode_logs, decode_traces
+from turnwatch.collector.receiver import Receiver
 
 TRANSPORT = "grpc"
 

@@ -25,11 +25,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
     ExportTraceServiceResponse,
 )
-
-from collector import otlp_json, otlp_proto
-from collector.body import BodyTooLarge, UnsupportedEncoding, decompress
-from collector.otlp_common import DecodeLimits, DecodeResult, Undecodable
-from collector.receiver import IngestOutcome, Receiver
+from turnwatch.collector import otlp_json, otlp_proto
+from turnwatch.collector.body import BodyTooLarge, UnsupportedEncoding, decompress
+from turnwatch.collector.otlp_common import DecodeLimits, DecodeResult, Undecodable
+from turnwatch.collector.receiver import IngestOutcome, Receiver
 
 log = logging.getLogger("turnwatch.collector.http")
 

@@ -12,8 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-
-from collector.otlp_common import (
+from turnwatch.collector.otlp_common import (
     MAX_VALUE_DEPTH,
     DecodeLimits,
     DecodeResult,
@@ -22,7 +21,7 @@ from collector.otlp_common import (
     ViewT,
     check_id,
 )
-from collector.records import LogView, SpanEvent, SpanView
+from turnwatch.collector.records import LogView, SpanEvent, SpanView
 
 
 def _field(obj: dict[str, Any], camel: str, snake: str, default: Any = None) -> Any:

@@ -21,8 +21,7 @@ from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
-
-from collector.otlp_common import (
+from turnwatch.collector.otlp_common import (
     MAX_VALUE_DEPTH,
     DecodeLimits,
     DecodeResult,
@@ -30,7 +29,7 @@ from collector.otlp_common import (
     Undecodable,
     ViewT,
 )
-from collector.records import LogView, SpanEvent, SpanView
+from turnwatch.collector.records import LogView, SpanEvent, SpanView
 
 
 def _any_value(value: AnyValue, limits: DecodeLimits, depth: int) -> Any:

@@ -18,14 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from collector.assembler import EPOCH, assemble, ns_to_datetime
-from collector.dialects import build_log_decoders, build_span_decoders
-from collector.identity import ContextReader
-from collector.metrics import CollectorMetrics
-from collector.records import Context, LogView, Observation, SpanView
-from collector.sampler import Sampler, SamplingSignals
-from collector.sessionizer import ClosedSession, Sessionizer
-from turnwatch.config import Settings
+from turnwatch.collector.assembler import EPOCH, assemble, ns_to_datetime
+from turnwatch.collector.config import CollectorConfig
+from turnwatch.collector.dialects import build_log_decoders, build_span_decoders
+from turnwatch.collector.identity import ContextReader
+from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.collector.records import Context, LogView, Observation, SpanView
+from turnwatch.collector.sampler import Sampler, SamplingSignals
+from turnwatch.collector.sessionizer import ClosedSession, Sessionizer
+
 from turnwatch.schema import CloseReason, SamplingDecision, Session
 
 log = logging.getLogger("turnwatch.collector")
@@ -68,29 +69,27 @@ class LoggingSink:
 class CollectorPipeline:
     def __init__(
         self,
-        settings: Settings,
+        config: CollectorConfig,
         metrics: CollectorMetrics,
         sink: SessionSink,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.settings = settings
+        self.config = config
         self.metrics = metrics
         self.sink = sink
-        markers = settings.decoders.redaction_markers
-        self.span_decoders = build_span_decoders(settings.decoders.dialects, markers)
-        self.log_decoders = build_log_decoders(settings.decoders.dialects, markers)
+        markers = config.decoders.redaction_markers
+        self.span_decoders = build_span_decoders(config.decoders.dialects, markers)
+        self.log_decoders = build_log_decoders(config.decoders.dialects, markers)
         self.reader = ContextReader(
-            settings.conversation_key,
-            settings.sessions,
-            settings.sampling,
-            settings.service_fallback,
+            config.conversation_key,
+            config.sessions,
+            config.sampling,
+            config.service_fallback,
         )
-        self.sessionizer = Sessionizer(settings.sessions, clock)
-        self.sampler = Sampler(settings.sampling)
-        self.queue: asyncio.Queue[PendingSession] = asyncio.Queue(
-            maxsize=settings.handoff.queue_size
-        )
-        self._watermark = max(1, int(settings.handoff.queue_size * settings.handoff.high_watermark))
+        self.sessionizer = Sessionizer(config.sessions, clock)
+        self.sampler = Sampler(config.sampling)
+        self.queue: asyncio.Queue[PendingSession] = asyncio.Queue(maxsize=config.handoff.queue_size)
+        self._watermark = max(1, int(config.handoff.queue_size * config.handoff.high_watermark))
         # prometheus_client's labels() locks and builds a key on every call; the label values
         # here are enum members, so each child is looked up once.
         self._closed_counter = functools.cache(metrics.sessions_closed.labels)
@@ -227,7 +226,7 @@ class CollectorPipeline:
                 revision=state.revision,
                 conversation_key=state.key,
                 key_source=state.key_source,
-                service=state.service or self.settings.service_fallback,
+                service=state.service or self.config.service_fallback,
                 user_id=state.user_id,
                 provenance=dict(
                     providers=transcript.providers,
@@ -272,7 +271,7 @@ class CollectorPipeline:
         self.metrics.handoff_depth.set(self.queue.qsize())
 
     async def run_sweeper(self) -> None:
-        interval = self.settings.sessions.sweep_interval_seconds
+        interval = self.config.sessions.sweep_interval_seconds
         while True:
             await asyncio.sleep(interval)
             try:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass
 
-from collector.metrics import CollectorMetrics
-from collector.otlp_common import DecodeLimits, DecodeResult
-from collector.pipeline import CollectorPipeline
-from collector.records import LogView, SpanView
-from turnwatch.config import OtlpConfig
+from turnwatch.collector.config import OtlpConfig
+from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.collector.otlp_common import DecodeLimits, DecodeResult
+from turnwatch.collector.pipeline import CollectorPipeline
+from turnwatch.collector.records import LogView, SpanView
 
 
 @dataclass(slots=True)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from turnwatch.config import SamplingConfig
+from turnwatch.collector.config import SamplingConfig
+
 from turnwatch.schema import SamplingDecision, SamplingReason
 
 _HASH_SPACE = float(1 << 64)

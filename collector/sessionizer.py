@@ -20,8 +20,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from collector.records import Context, Observation, ObservationKind
-from turnwatch.config import SessionConfig
+from turnwatch.collector.config import SessionConfig
+from turnwatch.collector.records import Context, Observation, ObservationKind
+
 from turnwatch.schema import CloseReason
 
 TRACE_KEY_SOURCE = "trace_id"

@@ -18,12 +18,12 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
+from turnwatch.exporters.config import ExporterConfig
+from turnwatch.exporters.labels import LabelLimiter, reason_code
+from turnwatch.exporters.score_metrics import JOINT_OUTCOMES, ScoreMetrics
 
-from exporters.config import ExporterConfig
-from exporters.drift import DriftTracker
-from exporters.labels import LabelLimiter, reason_code
-from exporters.score_metrics import JOINT_OUTCOMES, SCORE_BUCKETS, ScoreMetrics
 from turnwatch.bus.records import SCORES, Output
+from turnwatch.drift import SCORE_BUCKETS, DriftTracker
 from turnwatch.scores import Score, ScoreRecord, Status
 
 

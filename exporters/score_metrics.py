@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-"""Explicit buckets on [0, 1]: the latency defaults (.005..10) would put every score in 3 buckets.
-Drift's PSI uses the same bins, so a dashboard's bucket view and the PSI gauge agree."""
+from turnwatch.drift import SCORE_BUCKETS
 
 SESSION_LATENCY_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300)
 END_TO_END_BUCKETS = (1, 5, 15, 30, 60, 90, 120, 180, 300, 600, 1800, 3600)

@@ -6,13 +6,39 @@ import re
 from pathlib import Path
 
 from pydantic import Field, field_validator
+from turnwatch.scorers.contract import ENTITY, CheckName
+from turnwatch.scorers.judge.config import JudgeConfig
 
-from scorers.contract import ENTITY, CheckName
-from scorers.judge.config import JudgeConfig
 from turnwatch.entities import CUSTOMER_RECORDS, PERSONAL_IDENTIFIERS
 from turnwatch.section import Section
 
 DEFAULT_DISCLOSURE_ENTITIES = [*PERSONAL_IDENTIFIERS, *CUSTOMER_RECORDS]
+
+
+class FlaggingConfig(Section):
+    """Which scored sessions become incidents (the flagging half of the `regressions:` block)."""
+
+    enabled: bool = Field(default=True, description="Flag sessions and write regression cases.")
+    on_critical_failure: bool = Field(default=True, description="Flag any critical failure.")
+    on_joint_failure: bool = Field(default=True, description="Flag failed joint success.")
+    on_forced_sample: bool = Field(
+        default=True,
+        description="Flag sessions force-sampled by the collector (error, tool error, user "
+        "feedback attribute).",
+    )
+    on_drift_outlier: bool = Field(
+        default=True, description="Flag sessions the drift tracker reports as outliers."
+    )
+    drift_outlier_deviations: float = Field(
+        default=3.0,
+        gt=0,
+        description="A score this many baseline standard deviations below the baseline mean of "
+        "its service and metric is an outlier.",
+    )
+    metric_thresholds: dict[str, float] = Field(
+        default_factory=dict,
+        description="Judge metric name -> minimum; a scored value below it flags the session.",
+    )
 
 
 class ModelPrice(Section):

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import yaml
 from pydantic import ValidationError
-
-from scorers.contract import Contract
+from turnwatch.scorers.contract import Contract
 
 
 class ContractError(Exception):

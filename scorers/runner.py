@@ -19,16 +19,17 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from scorers.checks import selected
-from scorers.checks.base import CheckSpec, Context, Unscored
-from scorers.checks.budgets import measure
-from scorers.checks.disclosure import OwnerIndex
-from scorers.config import ScorerConfig
-from scorers.contract import DEFAULT_CRITICAL, Contract
-from scorers.judge.evaluate import JudgeEvaluator
-from scorers.registry import ContractRegistry
-from scorers.summary import first_broken_transition, joint_success, slices
-from scorers.transcript import Transcript
+from turnwatch.scorers.checks import selected
+from turnwatch.scorers.checks.base import CheckSpec, Context, Unscored
+from turnwatch.scorers.checks.budgets import measure
+from turnwatch.scorers.checks.disclosure import OwnerIndex
+from turnwatch.scorers.config import ScorerConfig
+from turnwatch.scorers.contract import DEFAULT_CRITICAL, Contract
+from turnwatch.scorers.judge.evaluate import JudgeEvaluator
+from turnwatch.scorers.registry import ContractRegistry
+from turnwatch.scorers.summary import first_broken_transition, joint_success, slices
+from turnwatch.scorers.transcript import Transcript
+
 from turnwatch.schema import Session
 from turnwatch.scores import (
     CheckResult,

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from scorers.checks.base import Context
-from scorers.checks.facts import timeline
-from scorers.checks.outcome import escalation_point
-from scorers.phrases import ADVERSARIAL, REFUSAL
+from turnwatch.scorers.checks.base import Context
+from turnwatch.scorers.checks.facts import timeline
+from turnwatch.scorers.checks.outcome import escalation_point
+from turnwatch.scorers.phrases import ADVERSARIAL, REFUSAL
+
 from turnwatch.schema import Role
 from turnwatch.scores import (
     BrokenTransition,

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scorers.phrases import tokens
+from turnwatch.scorers.phrases import tokens
+
 from turnwatch.schema import JsonValue, Role, Session, ToolCall, Turn
 
 

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import pytest
 
 from tests.kafka_broker import TansuBroker, external_bootstrap
-from turnwatch.config import Settings, load_settings
+from turnwatch.app.serve import BackgroundService, Service
+from turnwatch.app.settings import Settings, load_settings
 from turnwatch.schema import Session
-from turnwatch.serve import BackgroundService, Service
 
 
 class CapturingSink:

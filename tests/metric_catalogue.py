@@ -4,13 +4,13 @@ and the Grafana dashboard are checked against."""
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
+from turnwatch.collector.deid.config import DeidConfig
+from turnwatch.collector.deid.metrics import DeidMetrics
+from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.exporters.regressions.metrics import RegressionMetrics
+from turnwatch.exporters.score_metrics import ScoreMetrics
+from turnwatch.scorers.judge.telemetry import JudgeTelemetry
 
-from collector.deid.config import DeidConfig
-from collector.deid.metrics import DeidMetrics
-from collector.metrics import CollectorMetrics
-from exporters.regressions.metrics import RegressionMetrics
-from exporters.score_metrics import ScoreMetrics
-from scorers.judge.telemetry import JudgeTelemetry
 from turnwatch.bus.metrics import BusMetrics
 
 

@@ -14,10 +14,10 @@ from prometheus_client import CollectorRegistry
 from tests.conftest import make_settings
 from tests.kafka_broker import with_bus
 from tests.otlp_requests import PROTOBUF, chat_span, encode, metric_value, trace_request
+from turnwatch.app.serve import BackgroundService, Plugins
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.spool import DiskSpool, FifoFull, Item
 from turnwatch.schema import Session
-from turnwatch.serve import BackgroundService, Plugins
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 

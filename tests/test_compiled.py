@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-import collector
 from tests.otlp_requests import chat_span, trace_request
+from turnwatch import collector
 
 ROOT = Path(__file__).resolve().parents[1]
 EXTENSION_SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
@@ -58,15 +58,16 @@ REBUILD = """
 import json, sys
 from pathlib import Path
 from prometheus_client import CollectorRegistry
-import collector
-from collector import otlp_json, otlp_proto
-from collector.metrics import CollectorMetrics
-from collector.otlp_common import DecodeLimits
-from collector.pipeline import CollectorPipeline
-from turnwatch.config import load_settings
+from turnwatch import collector
+from turnwatch import collector
+from turnwatch.collector import otlp_json, otlp_proto
+from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.collector.otlp_common import DecodeLimits
+from turnwatch.collector.pipeline import CollectorPipeline
+from turnwatch.app.settings import load_settings
 
 settings = load_settings(None, {})
-pipeline = CollectorPipeline(settings, CollectorMetrics(CollectorRegistry()), sink=None)
+pipeline = CollectorPipeline(settings.collector, CollectorMetrics(CollectorRegistry()), sink=None)
 limits = DecodeLimits(max_attribute_bytes=settings.otlp.max_attribute_bytes)
 rejected = {}
 for path in sorted(Path(sys.argv[1]).iterdir()):

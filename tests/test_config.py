@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from turnwatch.config import ConfigError, Settings, load_settings
+from turnwatch.app.settings import ConfigError, Settings, load_settings
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -12,14 +12,14 @@ import time
 import pytest
 from presidio_analyzer import EntityRecognizer, RecognizerResult
 from prometheus_client import CollectorRegistry, generate_latest
+from turnwatch.collector.deid.config import DeidConfig
+from turnwatch.collector.deid.deidentifier import Deidentifier, Quarantined
+from turnwatch.collector.deid.metrics import DeidMetrics
+from turnwatch.collector.deid.quarantine import QuarantineStore
+from turnwatch.collector.deid.secret import SecretError, load_secret
+from turnwatch.collector.deid.sink import DeidentifyingSink
+from turnwatch.collector.deid.stage import build_deidentifier, build_deidentifying_sink
 
-from collector.deid.config import DeidConfig
-from collector.deid.deidentifier import Deidentifier, Quarantined
-from collector.deid.metrics import DeidMetrics
-from collector.deid.quarantine import QuarantineStore
-from collector.deid.secret import SecretError, load_secret
-from collector.deid.sink import DeidentifyingSink
-from collector.deid.stage import build_deidentifier, build_deidentifying_sink
 from tests.conftest import CapturingSink
 from tests.pii_corpus import CorpusGenerator, LabelledSession, build_sessions
 from turnwatch.schema import Role, Session, ToolCall, Turn
@@ -278,7 +278,7 @@ async def test_time_limit_quarantines_the_session():
 
 async def test_a_stuck_analyzer_is_abandoned_at_the_time_limit(monkeypatch):
     sink, downstream, registry = _sink_with(None, session_time_limit_seconds=0.05)
-    monkeypatch.setattr("collector.deid.sink.DEADLINE_GRACE_SECONDS", 0.0)
+    monkeypatch.setattr("turnwatch.collector.deid.sink.DEADLINE_GRACE_SECONDS", 0.0)
     sink._timeout = 0.05
     monkeypatch.setattr(sink.deidentifier, "deidentify", lambda session: time.sleep(0.5))
     started = time.monotonic()

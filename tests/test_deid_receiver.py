@@ -10,7 +10,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from tests.conftest import CapturingSink, make_settings
 from tests.otel_chatbot import Exchange, provider_with, run_conversation
-from turnwatch.serve import BackgroundService
+from turnwatch.app.serve import BackgroundService
 
 EMAIL = "maria.garcia41@example.com"
 PHONE = "(415) 867-5309"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from turnwatch.demo.scripts import SCRIPTS
+from turnwatch.app.demo.scripts import SCRIPTS
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_SECONDS = 90

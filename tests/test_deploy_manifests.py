@@ -8,10 +8,10 @@ import subprocess
 from pathlib import Path
 
 import yaml
+from turnwatch.exporters.config import ExporterConfig
 
-from exporters.config import ExporterConfig
 from tests.test_prometheus_rules import promtool
-from turnwatch.config import Settings
+from turnwatch.app.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_DIR = ROOT / "deploy" / "compose"

@@ -22,18 +22,18 @@ from google.protobuf.message import Message as ProtoMessage
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from prometheus_client import CollectorRegistry
+from turnwatch.collector import otlp_json
+from turnwatch.collector.assembler import assemble
+from turnwatch.collector.dialects.base import salvage_json
+from turnwatch.collector.dialects.genai import parse_messages
+from turnwatch.collector.dialects.genai_events import GenAIMessageEventLogDecoder
+from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.collector.otlp_common import DecodeLimits
+from turnwatch.collector.pipeline import CollectorPipeline
+from turnwatch.collector.records import LogView
 
-import collector
-from collector import otlp_json
-from collector.assembler import assemble
-from collector.dialects.base import salvage_json
-from collector.dialects.genai import parse_messages
-from collector.dialects.genai_events import GenAIMessageEventLogDecoder
-from collector.metrics import CollectorMetrics
-from collector.otlp_common import DecodeLimits
-from collector.pipeline import CollectorPipeline
-from collector.records import LogView
 from tests.conftest import Running, make_settings, start_service
+from turnwatch import collector
 from turnwatch.schema import Role, Session, TokenUsage, ToolCall, Turn
 
 TESTDATA = Path(collector.__file__).parent / "testdata"
@@ -527,7 +527,9 @@ def test_salvage_json_deep_cut_keeps_earlier_messages():
 def test_assembled_turn_fields_are_all_schema_fields():
     """`build` validates turns with extra="ignore" for speed: a misspelled key from the
     assembler would vanish silently, so every key it writes must be a schema field."""
-    pipeline = CollectorPipeline(make_settings(), CollectorMetrics(CollectorRegistry()), None)
+    pipeline = CollectorPipeline(
+        make_settings().collector, CollectorMetrics(CollectorRegistry()), None
+    )
     limits = DecodeLimits(max_attribute_bytes=1 << 20)
     for path in TESTDATA.glob("*.json"):
         body = path.read_bytes()

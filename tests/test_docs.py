@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from tests.metric_catalogue import full_registry
-from turnwatch.config import Settings
+from turnwatch.app.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -9,13 +9,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from pydantic import ValidationError
+from turnwatch.exporters.config import ExporterConfig
+from turnwatch.exporters.labels import OTHER, LabelLimiter, reason_code
+from turnwatch.exporters.score_exporter import RevisionLog, ScoreExporter
 
-from exporters.config import DriftConfig, ExporterConfig
-from exporters.drift import DriftTracker
-from exporters.labels import OTHER, LabelLimiter, reason_code
-from exporters.score_exporter import RevisionLog, ScoreExporter
-from exporters.score_metrics import SCORE_BUCKETS
 from turnwatch.bus.records import INCIDENTS, SCORES
+from turnwatch.drift import SCORE_BUCKETS, DriftConfig, DriftTracker
 from turnwatch.scores import (
     BudgetUsage,
     CheckResult,

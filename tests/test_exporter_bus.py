@@ -1,6 +1,6 @@
 """The exporter fed through the real embedded bus: spans in, scorer, `turnwatch.scores`, metrics.
 
-This is the wiring the all-in-one process uses by default (`exporters/stage.py`); the exporter
+This is the wiring the all-in-one process uses by default (`turnwatch/app/roles.py`); the exporter
 role runs the same handler on records read from Kafka.
 """
 
@@ -12,7 +12,7 @@ import httpx
 
 from tests.conftest import make_settings
 from tests.otlp_requests import PROTOBUF, chat_span, encode, metric_value, trace_request
-from turnwatch.serve import BackgroundService
+from turnwatch.app.serve import BackgroundService
 
 
 def test_scores_from_the_bus_reach_metrics_once_per_revision():

@@ -7,9 +7,8 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 from pydantic import BaseModel
-
-from exporters.config import ExporterConfig
-from exporters.score_metrics import ScoreMetrics
+from turnwatch.exporters.config import ExporterConfig
+from turnwatch.exporters.score_metrics import ScoreMetrics
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 

@@ -18,14 +18,14 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
+from turnwatch.exporters.config import ExporterConfig
+from turnwatch.exporters.score_exporter import ScoreExporter
 
-from exporters.config import ExporterConfig
-from exporters.score_exporter import ScoreExporter
 from tests.conftest import make_settings
 from tests.otlp_requests import PROTOBUF, chat_span, key_values
+from turnwatch.app.serve import BackgroundService
 from turnwatch.schema import Session
 from turnwatch.scores import BudgetUsage, JointSuccess, Score, ScoreRecord
-from turnwatch.serve import BackgroundService
 
 CONVERSATIONS = 100_000
 PER_REQUEST = 1_000

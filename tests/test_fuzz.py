@@ -24,12 +24,12 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from prometheus_client import CollectorRegistry
+from turnwatch.collector import otlp_json, otlp_proto
+from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.collector.otlp_common import DecodeLimits, DecodeResult, Undecodable
+from turnwatch.collector.pipeline import CollectorPipeline
+from turnwatch.collector.records import LogView, SpanEvent, SpanView
 
-from collector import otlp_json, otlp_proto
-from collector.metrics import CollectorMetrics
-from collector.otlp_common import DecodeLimits, DecodeResult, Undecodable
-from collector.pipeline import CollectorPipeline
-from collector.records import LogView, SpanEvent, SpanView
 from tests.conftest import CapturingSink, make_settings, start_service
 from tests.otlp_requests import (
     JSON,
@@ -550,7 +550,7 @@ def log_views(draw: st.DrawFn) -> LogView:
 
 def _pipeline() -> CollectorPipeline:
     return CollectorPipeline(
-        PIPELINE_SETTINGS, CollectorMetrics(CollectorRegistry()), CapturingSink()
+        PIPELINE_SETTINGS.collector, CollectorMetrics(CollectorRegistry()), CapturingSink()
     )
 
 

@@ -7,15 +7,15 @@ from collections.abc import Iterator
 
 import pytest
 from prometheus_client import CollectorRegistry
+from turnwatch.scorers.judge.cache import VerdictCache
+from turnwatch.scorers.judge.client import EndpointJudge
+from turnwatch.scorers.judge.config import JudgeConfig
+from turnwatch.scorers.judge.evaluate import JudgeEvaluator
+from turnwatch.scorers.judge.prompt import load
+from turnwatch.scorers.judge.schemas import Intentions
+from turnwatch.scorers.judge.task import Answer, Task, Unjudged, Usage
+from turnwatch.scorers.judge.telemetry import JudgeTelemetry
 
-from scorers.judge.cache import VerdictCache
-from scorers.judge.client import EndpointJudge
-from scorers.judge.config import JudgeConfig
-from scorers.judge.evaluate import JudgeEvaluator
-from scorers.judge.prompt import load
-from scorers.judge.schemas import Intentions
-from scorers.judge.task import Answer, Task, Unjudged, Usage
-from scorers.judge.telemetry import JudgeTelemetry
 from tests.test_judge_loopback import LoopbackJudge, Reply, running
 from tests.test_judge_metrics import ROLE, conversation
 

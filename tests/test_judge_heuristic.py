@@ -6,12 +6,12 @@ import re
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry
+from turnwatch.scorers.config import ScorerConfig
+from turnwatch.scorers.judge.config import JudgeConfig
+from turnwatch.scorers.judge.evaluate import JudgeEvaluator
+from turnwatch.scorers.judge.sampling import judged
+from turnwatch.scorers.runner import bus_processor
 
-from scorers.config import ScorerConfig
-from scorers.judge.config import JudgeConfig
-from scorers.judge.evaluate import JudgeEvaluator
-from scorers.judge.sampling import judged
-from scorers.runner import bus_processor
 from tests.test_judge_metrics import ROLE, conversation
 from tests.test_scorers_builders import bot, session, support_scorer, user
 from turnwatch.schema import SamplingDecision, SamplingReason

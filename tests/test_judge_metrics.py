@@ -7,10 +7,10 @@ import re
 from collections.abc import Iterator
 
 import pytest
+from turnwatch.scorers.judge.config import JudgeConfig
+from turnwatch.scorers.judge.evaluate import JudgeEvaluator
+from turnwatch.scorers.judge.relevancy import targets
 
-from scorers.judge.config import JudgeConfig
-from scorers.judge.evaluate import JudgeEvaluator
-from scorers.judge.relevancy import targets
 from tests.test_judge_loopback import LoopbackJudge, Reply, prompt_of, running
 from tests.test_scorers_builders import bot, session, user
 from turnwatch.schema import Session

@@ -45,8 +45,8 @@ from tests.otlp_requests import (
     otlp_json,
     trace_request,
 )
+from turnwatch.app.serve import BackgroundService
 from turnwatch.schema import Session
-from turnwatch.serve import BackgroundService
 
 MiB = 1024 * 1024
 REQUEST_CAP = 1 * MiB

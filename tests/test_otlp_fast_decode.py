@@ -16,9 +16,8 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
-
-from collector import otlp_proto
-from collector.otlp_common import DecodeLimits, Undecodable
+from turnwatch.collector import otlp_proto
+from turnwatch.collector.otlp_common import DecodeLimits, Undecodable
 
 LIMITS = [
     DecodeLimits(),

@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from tests.conftest import make_settings
 from tests.otel_chatbot import Exchange, provider_with, run_conversation
-from turnwatch.serve import BackgroundService
+from turnwatch.app.serve import BackgroundService
 
 CONTRACTS = Path(__file__).resolve().parent.parent / "deploy" / "contracts"
 

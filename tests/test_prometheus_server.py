@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+from turnwatch.exporters.score_exporter import ScoreExporter
 
-from exporters.score_exporter import ScoreExporter
 from tests.conftest import Running, make_settings, start_service
 from tests.test_exporter import score_record
 from tests.test_prometheus_rules import RULE_FILES

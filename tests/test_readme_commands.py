@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from turnwatch.cli import _parser
-from turnwatch.config import Settings, load_settings
+from turnwatch.app.cli import _parser
+from turnwatch.app.settings import Settings, load_settings
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from turnwatch.exporters.regressions.config import RegressionConfig
+from turnwatch.scorers.flagging import Flagger
 
-from exporters.regressions.config import RegressionConfig
-from exporters.regressions.flagging import Flagger
 from tests.test_regressions_cases import refund_over_limit, store_at, support_scorer
 from tests.test_scorers_builders import bot, call, session, user
 from turnwatch.schema import SamplingDecision, SamplingReason
@@ -26,9 +26,9 @@ import socket, sys
 from pathlib import Path
 import uvicorn
 from prometheus_client import CollectorRegistry
-from exporters.ops import create_ops_app
-from exporters.regressions.api import include_incidents_api
-from exporters.regressions.store import CaseStore
+from turnwatch.exporters.ops import create_ops_app
+from turnwatch.exporters.regressions.api import include_incidents_api
+from turnwatch.exporters.regressions.store import CaseStore
 
 store = CaseStore(Path(sys.argv[1]))
 app = create_ops_app(CollectorRegistry(), {})

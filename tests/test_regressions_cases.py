@@ -11,15 +11,15 @@ import jsonschema
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from prometheus_client import CollectorRegistry
+from turnwatch.exporters.regressions.config import RegressionConfig
+from turnwatch.exporters.regressions.handler import IncidentHandler
+from turnwatch.exporters.regressions.metrics import RegressionMetrics
+from turnwatch.exporters.regressions.schema import SCHEMA_PATH, CaseInvalid, validate_case
+from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
+from turnwatch.scorers.flagging import Flagger
+from turnwatch.scorers.registry import ContractRegistry, load_contract
+from turnwatch.scorers.runner import INCIDENTS_TOPIC, SCORES_TOPIC, bus_processor
 
-from exporters.regressions.config import RegressionConfig
-from exporters.regressions.flagging import Flagger
-from exporters.regressions.handler import IncidentHandler
-from exporters.regressions.metrics import RegressionMetrics
-from exporters.regressions.schema import SCHEMA_PATH, CaseInvalid, validate_case
-from exporters.regressions.store import CaseStore, regressions_dir
-from scorers.registry import ContractRegistry, load_contract
-from scorers.runner import INCIDENTS_TOPIC, SCORES_TOPIC, bus_processor
 from tests.conftest import make_settings, start_service
 from tests.otel_chatbot import Exchange, provider_with, run_conversation
 from tests.test_scorers_builders import (

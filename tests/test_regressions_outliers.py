@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from exporters.config import DriftConfig
-from exporters.regressions.outliers import ScoreOutliers
+from turnwatch.scorers.outliers import ScoreOutliers
+
+from turnwatch.drift import DriftConfig
 from turnwatch.scores import BudgetUsage, JointSuccess, Score, ScoreRecord
 
 DRIFT = DriftConfig(recent_window=10, baseline_window=40, min_recent=5, min_baseline=20)

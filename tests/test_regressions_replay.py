@@ -18,13 +18,13 @@ from typing import Any, ClassVar, Literal, NamedTuple
 
 import pytest
 from pydantic import BaseModel, ConfigDict
+from turnwatch.exporters.regressions.config import RegressionConfig
+from turnwatch.exporters.regressions.schema import validate_case
+from turnwatch.scorers.flagging import Flagger
 
-from exporters.regressions.cli import add_regressions_parser, run_regressions
-from exporters.regressions.config import RegressionConfig
-from exporters.regressions.flagging import Flagger
-from exporters.regressions.schema import validate_case
 from tests.test_regressions_cases import refund_over_limit, store_at, support_scorer
 from tests.test_scorers_builders import ORDER_A, SUPPORT_CONTRACT
+from turnwatch.app.regressions import add_regressions_parser, run_regressions
 
 ROOT = Path(__file__).resolve().parent.parent
 

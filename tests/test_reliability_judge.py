@@ -20,8 +20,8 @@ from tests.otel_chatbot import provider_with, run_conversation
 from tests.test_judge_loopback import LoopbackJudge, Reply, running
 from tests.test_pipeline_e2e import CONTRACTS, UNAPPROVED_REFUND
 from tests.test_reliability_shutdown import wait_until
+from turnwatch.app.serve import BackgroundService, Plugins
 from turnwatch.bus.records import SCORES, Output
-from turnwatch.serve import BackgroundService, Plugins
 
 FAULTS: dict[str, tuple[Reply, str, str]] = {
     # fault -> the endpoint's answer to every request, the judge error reason it must count,

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
+from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.collector.pipeline import CollectorPipeline, LoggingSink
+from turnwatch.collector.records import STATUS_ERROR, SpanView
+from turnwatch.collector.sampler import Sampler, SamplingSignals, hash_fraction
 
-from collector.metrics import CollectorMetrics
-from collector.pipeline import CollectorPipeline, LoggingSink
-from collector.records import STATUS_ERROR, SpanView
-from collector.sampler import Sampler, SamplingSignals, hash_fraction
-from turnwatch.config import SamplingConfig, load_settings
+from turnwatch.app.settings import SamplingConfig, load_settings
 from turnwatch.schema import SamplingReason, Session
 
 REPO = Path(__file__).resolve().parent.parent
@@ -88,7 +88,9 @@ UNLUCKY = next(key for key in KEYS if hash_fraction(key) >= 0.5)
 def _pipeline(**overrides: object) -> tuple[CollectorPipeline, CollectorRegistry]:
     settings = load_settings(None, {"sampling.rate": RATE, **overrides})
     registry = CollectorRegistry()
-    return CollectorPipeline(settings, CollectorMetrics(registry), LoggingSink()), registry
+    return CollectorPipeline(
+        settings.collector, CollectorMetrics(registry), LoggingSink()
+    ), registry
 
 
 def _span(

@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from scorers.config import ScorerConfig
-from scorers.registry import ContractRegistry, load_contract
-from scorers.runner import Scorer
+from turnwatch.scorers.config import ScorerConfig
+from turnwatch.scorers.registry import ContractRegistry, load_contract
+from turnwatch.scorers.runner import Scorer
+
 from turnwatch.schema import (
     CloseReason,
     Role,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from turnwatch.scorers.contract import Condition
+from turnwatch.scorers.registry import ContractError, ContractRegistry, load_contract
 
-from scorers.contract import Condition
-from scorers.registry import ContractError, ContractRegistry, load_contract
 from tests.test_scorers_builders import SUPPORT_CONTRACT
 
 HEAD = "service: bot\nversion: '1'\nchatbot_role: helper\n"

@@ -7,9 +7,9 @@ import asyncio
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from turnwatch.scorers.registry import ContractRegistry
+from turnwatch.scorers.runner import INCIDENTS_TOPIC, bus_processor
 
-from scorers.registry import ContractRegistry
-from scorers.runner import INCIDENTS_TOPIC, bus_processor
 from tests.conftest import make_settings, start_service
 from tests.otel_chatbot import Exchange, provider_with, run_conversation
 from tests.test_scorers_builders import SUPPORT_CONTRACT, support_scorer

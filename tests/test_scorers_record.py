@@ -6,11 +6,17 @@ from __future__ import annotations
 import json
 
 import pytest
+from turnwatch.scorers.checks.base import CheckSpec
+from turnwatch.scorers.checks.disclosure import SHARED, OwnerIndex
+from turnwatch.scorers.config import ScorerConfig
+from turnwatch.scorers.runner import (
+    INCIDENTS_TOPIC,
+    SCORES_TOPIC,
+    Scorer,
+    bus_processor,
+    is_incident,
+)
 
-from scorers.checks.base import CheckSpec
-from scorers.checks.disclosure import SHARED, OwnerIndex
-from scorers.config import ScorerConfig
-from scorers.runner import INCIDENTS_TOPIC, SCORES_TOPIC, Scorer, bus_processor, is_incident
 from tests.test_scorers_builders import (
     ALICE,
     BOB,

@@ -14,10 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
-
-from collector.metrics import CollectorMetrics
-from collector.pipeline import CollectorPipeline, LoggingSink
-from collector.records import (
+from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.collector.pipeline import CollectorPipeline, LoggingSink
+from turnwatch.collector.records import (
     STATUS_ERROR,
     Context,
     Observation,
@@ -25,8 +24,9 @@ from collector.records import (
     SpanEvent,
     SpanView,
 )
-from collector.sessionizer import Sessionizer
-from turnwatch.config import Settings, load_settings
+from turnwatch.collector.sessionizer import Sessionizer
+
+from turnwatch.app.settings import Settings, load_settings
 from turnwatch.schema import CloseReason, Role, Session
 
 IDLE = 60.0
@@ -60,7 +60,10 @@ class Harness:
         self.registry = CollectorRegistry()
         self.clock = FakeClock()
         self.pipeline = CollectorPipeline(
-            self.settings, CollectorMetrics(self.registry), LoggingSink(), clock=self.clock
+            self.settings.collector,
+            CollectorMetrics(self.registry),
+            LoggingSink(),
+            clock=self.clock,
         )
 
     def send(self, *spans: SpanView) -> None:

@@ -1,5 +1,5 @@
 import sys
 
-from turnwatch.cli import main
+from turnwatch.app.cli import main
 
 sys.exit(main())

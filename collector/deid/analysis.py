@@ -12,10 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from presidio_analyzer import AnalyzerEngine
-
-from collector.deid.cache import AnalysisCache, Finding, Findings
-from collector.deid.config import DeidConfig
-from collector.deid.engine import LANGUAGE
+from turnwatch.collector.deid.cache import AnalysisCache, Finding, Findings
+from turnwatch.collector.deid.config import DeidConfig
+from turnwatch.collector.deid.engine import LANGUAGE
 
 
 class TimeLimitExceeded(Exception):

@@ -10,13 +10,14 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from collector.deid.analysis import AnalysisStats, TextAnalyzer, TimeLimitExceeded
-from collector.deid.cache import Finding, Findings
-from collector.deid.config import DeidConfig
-from collector.deid.propagate import propagate
-from collector.deid.pseudonym import Pseudonymizer
-from collector.deid.replace import replace
-from collector.deid.walker import InvalidInput, SessionWalker
+from turnwatch.collector.deid.analysis import AnalysisStats, TextAnalyzer, TimeLimitExceeded
+from turnwatch.collector.deid.cache import Finding, Findings
+from turnwatch.collector.deid.config import DeidConfig
+from turnwatch.collector.deid.propagate import propagate
+from turnwatch.collector.deid.pseudonym import Pseudonymizer
+from turnwatch.collector.deid.replace import replace
+from turnwatch.collector.deid.walker import InvalidInput, SessionWalker
+
 from turnwatch.schema import Session
 
 

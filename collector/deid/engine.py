@@ -13,10 +13,9 @@ import spacy
 from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
 from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
 from presidio_analyzer.predefined_recognizers import EmailRecognizer
-
-from collector.deid.config import DeidConfig
-from collector.deid.offline import OfflineEmailRecognizer
-from collector.deid.recognizers import (
+from turnwatch.collector.deid.config import DeidConfig
+from turnwatch.collector.deid.offline import OfflineEmailRecognizer
+from turnwatch.collector.deid.recognizers import (
     custom_pattern_recognizer,
     deny_list_recognizer,
     introduced_name_recognizer,

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-
-from collector.deid.deidentifier import QuarantineReason
+from turnwatch.collector.deid.deidentifier import QuarantineReason
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 OTHER = "other"

@@ -8,8 +8,7 @@ replaced wherever else it appears in that session (whole words, any case).
 from __future__ import annotations
 
 import regex
-
-from collector.deid.cache import Finding, Findings
+from turnwatch.collector.deid.cache import Finding, Findings
 
 MIN_PROPAGATED_CHARS = 3
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from presidio_analyzer import EntityRecognizer, Pattern, PatternRecognizer
-
-from collector.deid.config import CustomPattern
+from turnwatch.collector.deid.config import CustomPattern
 
 # Words after an introduction phrase that end a name instead of being part of it.
 _NOT_A_NAME = (

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from collector.deid.cache import Finding, Findings
+from turnwatch.collector.deid.cache import Finding, Findings
 
 
 def merge(findings: Findings) -> list[Finding]:

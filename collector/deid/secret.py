@@ -12,7 +12,7 @@ import os
 import secrets
 from pathlib import Path
 
-from collector.deid.config import DeidConfig
+from turnwatch.collector.deid.config import DeidConfig
 
 SECRET_FILE_NAME = "deid.secret"
 MIN_SECRET_BYTES = 16

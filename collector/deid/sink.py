@@ -7,10 +7,11 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from collector.deid.deidentifier import Deidentifier, Quarantined, QuarantineReason
-from collector.deid.metrics import DeidMetrics
-from collector.deid.quarantine import QuarantineStore
-from collector.pipeline import SessionSink
+from turnwatch.collector.deid.deidentifier import Deidentifier, Quarantined, QuarantineReason
+from turnwatch.collector.deid.metrics import DeidMetrics
+from turnwatch.collector.deid.quarantine import QuarantineStore
+from turnwatch.collector.pipeline import SessionSink
+
 from turnwatch.schema import Session
 
 log = logging.getLogger("turnwatch.deid")

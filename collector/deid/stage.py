@@ -5,18 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry
-
-from collector.deid.analysis import TextAnalyzer
-from collector.deid.cache import AnalysisCache
-from collector.deid.config import DeidConfig
-from collector.deid.deidentifier import Deidentifier
-from collector.deid.engine import build_analyzer, load_nlp_engine
-from collector.deid.metrics import DeidMetrics
-from collector.deid.pseudonym import Pseudonymizer
-from collector.deid.quarantine import QuarantineStore
-from collector.deid.secret import load_secret
-from collector.deid.sink import DeidentifyingSink
-from collector.pipeline import SessionSink
+from turnwatch.collector.deid.analysis import TextAnalyzer
+from turnwatch.collector.deid.cache import AnalysisCache
+from turnwatch.collector.deid.config import DeidConfig
+from turnwatch.collector.deid.deidentifier import Deidentifier
+from turnwatch.collector.deid.engine import build_analyzer, load_nlp_engine
+from turnwatch.collector.deid.metrics import DeidMetrics
+from turnwatch.collector.deid.pseudonym import Pseudonymizer
+from turnwatch.collector.deid.quarantine import QuarantineStore
+from turnwatch.collector.deid.secret import load_secret
+from turnwatch.collector.deid.sink import DeidentifyingSink
+from turnwatch.collector.pipeline import SessionSink
 
 
 def build_deidentifier(config: DeidConfig, secret: bytes) -> Deidentifier:

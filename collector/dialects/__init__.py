@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from collector.dialects.base import LogDecoder, SpanDecoder
-from collector.dialects.genai import GenAIDetailsEventDecoder, GenAISpanDecoder
-from collector.dialects.genai_events import GenAIMessageEventLogDecoder, GenAISpanEventDecoder
-from collector.dialects.openinference import OpenInferenceDecoder
-from collector.dialects.openllmetry import OpenLLMetryDecoder
+from turnwatch.collector.dialects.base import LogDecoder, SpanDecoder
+from turnwatch.collector.dialects.genai import GenAIDetailsEventDecoder, GenAISpanDecoder
+from turnwatch.collector.dialects.genai_events import (
+    GenAIMessageEventLogDecoder,
+    GenAISpanEventDecoder,
+)
+from turnwatch.collector.dialects.openinference import OpenInferenceDecoder
+from turnwatch.collector.dialects.openllmetry import OpenLLMetryDecoder
 
 SPAN_DECODERS: dict[str, type[SpanDecoder]] = {
     "genai": GenAISpanDecoder,

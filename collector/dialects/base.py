@@ -6,8 +6,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 import orjson
-
-from collector.records import (
+from turnwatch.collector.records import (
     LogView,
     Message,
     Observation,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from collector.dialects.base import split_system
-from collector.records import Message, Observation
+from turnwatch.collector.dialects.base import split_system
+from turnwatch.collector.records import Message, Observation
 
 MessageParser = Callable[[list[dict[str, Any]], frozenset[str], list[str]], list[Message]]
 

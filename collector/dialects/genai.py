@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from collector.dialects.base import (
+from turnwatch.collector.dialects.base import (
     INFERENCE_OPERATIONS,
     LogDecoder,
     SpanDecoder,
@@ -25,7 +25,7 @@ from collector.dialects.base import (
     tool_call_part,
     tool_execution,
 )
-from collector.records import (
+from turnwatch.collector.records import (
     STATUS_ERROR,
     LogView,
     Message,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from collector.dialects.base import (
+from turnwatch.collector.dialects.base import (
     LogDecoder,
     SpanDecoder,
     first_int,
@@ -21,7 +21,7 @@ from collector.dialects.base import (
     text_or_marker,
     tool_call_part,
 )
-from collector.records import LogView, Message, Observation, ObservationKind, SpanView
+from turnwatch.collector.records import LogView, Message, Observation, ObservationKind, SpanView
 
 EVENT_ROLES = {
     "gen_ai.system.message": "system",

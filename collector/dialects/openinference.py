@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from collector.dialects.base import (
+from turnwatch.collector.dialects.base import (
     SpanDecoder,
     first_int,
     first_str,
@@ -18,8 +18,13 @@ from collector.dialects.base import (
     tool_call_part,
     tool_execution,
 )
-from collector.dialects.flattened import deferred_messages, has_prefix, indexed, prefixed_size
-from collector.records import (
+from turnwatch.collector.dialects.flattened import (
+    deferred_messages,
+    has_prefix,
+    indexed,
+    prefixed_size,
+)
+from turnwatch.collector.records import (
     STATUS_ERROR,
     Message,
     Observation,

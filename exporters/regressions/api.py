@@ -14,9 +14,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query
 from pydantic import SecretStr
-
-from exporters.regressions.query import BadCursor, Filters, paginate
-from exporters.regressions.store import CaseStore
+from turnwatch.exporters.regressions.query import BadCursor, Filters, paginate
+from turnwatch.exporters.regressions.store import CaseStore
 
 MAX_PAGE = 200
 

@@ -16,8 +16,9 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from exporters.regressions.signature import Signature
-from scorers.contract import DEFAULT_CRITICAL, Contract
+from turnwatch.exporters.regressions.signature import Signature
+from turnwatch.scorers.contract import DEFAULT_CRITICAL, Contract
+
 from turnwatch import __version__
 from turnwatch.schema import JsonValue, Role, Session, Turn
 from turnwatch.scores import Finding, ScoreRecord, Status

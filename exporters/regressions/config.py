@@ -1,34 +1,18 @@
-"""Configuration of the regression loop (`regressions:` in the YAML file)."""
+"""Configuration of the regression loop (`regressions:` in the YAML file).
+
+The flagging rules run in the scorer stage and are declared there (`FlaggingConfig`); the case
+store, the incidents API and replay add theirs here, so one YAML block configures the loop.
+"""
 
 from __future__ import annotations
 
 from pydantic import Field, SecretStr
+from turnwatch.scorers.config import FlaggingConfig
 
-from turnwatch.section import Section
 
+class RegressionConfig(FlaggingConfig):
+    """The whole `regressions:` block: the scorer's flagging rules, then the case store's own."""
 
-class RegressionConfig(Section):
-    enabled: bool = Field(default=True, description="Flag sessions and write regression cases.")
-    on_critical_failure: bool = Field(default=True, description="Flag any critical failure.")
-    on_joint_failure: bool = Field(default=True, description="Flag failed joint success.")
-    on_forced_sample: bool = Field(
-        default=True,
-        description="Flag sessions force-sampled by the collector (error, tool error, user "
-        "feedback attribute).",
-    )
-    on_drift_outlier: bool = Field(
-        default=True, description="Flag sessions the drift tracker reports as outliers."
-    )
-    drift_outlier_deviations: float = Field(
-        default=3.0,
-        gt=0,
-        description="A score this many baseline standard deviations below the baseline mean of "
-        "its service and metric is an outlier.",
-    )
-    metric_thresholds: dict[str, float] = Field(
-        default_factory=dict,
-        description="Judge metric name -> minimum; a scored value below it flags the session.",
-    )
     dataset_version: str = Field(
         default="production-regressions-1",
         min_length=1,

@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from exporters.regressions.case import Case
+from turnwatch.exporters.regressions.case import Case
 
 FORMATS = ("jsonl", "deepeval", "pytest")
 
@@ -110,7 +110,7 @@ import json
 
 import pytest
 
-from exporters.regressions.export import replay_from_environment
+from turnwatch.app.regressions import replay_from_environment
 
 CASES = json.loads({cases!r})
 
@@ -124,38 +124,3 @@ def test_regression_case(case):
 
 def to_pytest(cases: Iterable[Case]) -> str:
     return PYTEST_TEMPLATE.format(cases=json.dumps(list(cases), ensure_ascii=False))
-
-
-def replay_from_environment(case: Case):  # -> ReplayResult (import kept lazy for pytest start)
-    """The generated module's step: settings from the environment, one case replayed."""
-    import os
-    from pathlib import Path
-
-    import pytest
-
-    from exporters.regressions.config import RegressionConfig
-    from exporters.regressions.replay import ChatClient, replay_case
-    from scorers.runner import Scorer
-    from turnwatch.config import load_settings
-
-    target = os.environ.get("TURNWATCH_REPLAY_TARGET")
-    if not target:
-        pytest.skip("set TURNWATCH_REPLAY_TARGET to the chatbot's OpenAI-compatible endpoint")
-    config_path = os.environ.get("TURNWATCH_CONFIG")
-    settings = load_settings(Path(config_path) if config_path else None)
-    regressions = getattr(settings, "regressions", RegressionConfig())
-    client = ChatClient(
-        target,
-        timeout=regressions.replay_timeout_seconds,
-        api_key=os.environ.get("TURNWATCH_REPLAY_API_KEY"),
-    )
-    try:
-        return replay_case(
-            case,
-            client,
-            Scorer(settings.scorers),
-            model=os.environ.get("TURNWATCH_REPLAY_MODEL"),
-            max_tool_rounds=regressions.replay_max_tool_rounds,
-        )
-    finally:
-        client.close()

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
+from turnwatch.exporters.regressions.metrics import Outcome
+from turnwatch.exporters.regressions.store import CaseStore
 
-from exporters.regressions.metrics import Outcome
-from exporters.regressions.store import CaseStore
 from turnwatch.bus.plugins import RecordHandler
 from turnwatch.bus.records import INCIDENTS, Output
 from turnwatch.schema import Session

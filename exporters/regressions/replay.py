@@ -22,10 +22,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
+from turnwatch.exporters.regressions.case import Case
+from turnwatch.scorers.contract import Contract
+from turnwatch.scorers.runner import Scorer
 
-from exporters.regressions.case import Case
-from scorers.contract import Contract
-from scorers.runner import Scorer
 from turnwatch.schema import (
     CloseReason,
     Role,

@@ -23,12 +23,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from exporters.regressions.case import Case, NotDeidentified, build_case, occurrence
-from exporters.regressions.config import RegressionConfig
-from exporters.regressions.metrics import Outcome, RegressionMetrics
-from exporters.regressions.schema import CaseInvalid, validate_case
-from exporters.regressions.signature import signature
-from scorers.contract import Contract
+from turnwatch.exporters.regressions.case import Case, NotDeidentified, build_case, occurrence
+from turnwatch.exporters.regressions.config import RegressionConfig
+from turnwatch.exporters.regressions.metrics import Outcome, RegressionMetrics
+from turnwatch.exporters.regressions.schema import CaseInvalid, validate_case
+from turnwatch.exporters.regressions.signature import signature
+from turnwatch.scorers.contract import Contract
+
 from turnwatch.schema import Session
 from turnwatch.scores import ScoreRecord
 

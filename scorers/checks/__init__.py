@@ -7,10 +7,11 @@ earlier one in this list is named as the first broken transition.
 
 from __future__ import annotations
 
-from scorers.checks import authority, budgets, facts, outcome, progress, recovery, tools
-from scorers.checks.base import CheckSpec
-from scorers.checks.disclosure import CrossUserDisclosure, OwnerIndex
-from scorers.config import ScorerConfig
+from turnwatch.scorers.checks import authority, budgets, facts, outcome, progress, recovery, tools
+from turnwatch.scorers.checks.base import CheckSpec
+from turnwatch.scorers.checks.disclosure import CrossUserDisclosure, OwnerIndex
+from turnwatch.scorers.config import ScorerConfig
+
 from turnwatch.scores import Level
 
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scorers.checks.base import Context, Draft, Verdict
-from scorers.contract import Approval, ApprovalTool, all_hold
-from scorers.phrases import CONFIRMATION_ASK, asking_sentences, is_affirmative
-from scorers.transcript import Call, json_tokens
+from turnwatch.scorers.checks.base import Context, Draft, Verdict
+from turnwatch.scorers.contract import Approval, ApprovalTool, all_hold
+from turnwatch.scorers.phrases import CONFIRMATION_ASK, asking_sentences, is_affirmative
+from turnwatch.scorers.transcript import Call, json_tokens
+
 from turnwatch.schema import Role
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from scorers.config import ScorerConfig
-from scorers.contract import CheckName, Contract
-from scorers.transcript import Transcript
+from turnwatch.scorers.config import ScorerConfig
+from turnwatch.scorers.contract import CheckName, Contract
+from turnwatch.scorers.transcript import Transcript
+
 from turnwatch.schema import Session
 from turnwatch.scores import Level, Severity
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from scorers.checks.base import Context, Draft, Unscored, Verdict
-from scorers.config import ModelPrice
+from turnwatch.scorers.checks.base import Context, Draft, Unscored, Verdict
+from turnwatch.scorers.config import ModelPrice
+
 from turnwatch.schema import Role, Session, Turn
 from turnwatch.scores import BudgetUsage, Severity
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from scorers.checks.base import Context, Draft, Unscored, Verdict
-from scorers.transcript import hex_of, json_tokens
+from turnwatch.scorers.checks.base import Context, Draft, Unscored, Verdict
+from turnwatch.scorers.transcript import hex_of, json_tokens
+
 from turnwatch.schema import Role
 
 SHARED = ""

@@ -12,9 +12,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from scorers.checks.base import Context, Draft, Verdict
-from scorers.phrases import FACT_QUESTIONS, REVISION, SINGLE_VALUED, asking_sentences, tokens
-from scorers.transcript import hex_of, json_tokens
+from turnwatch.scorers.checks.base import Context, Draft, Verdict
+from turnwatch.scorers.phrases import (
+    FACT_QUESTIONS,
+    REVISION,
+    SINGLE_VALUED,
+    asking_sentences,
+    tokens,
+)
+from turnwatch.scorers.transcript import hex_of, json_tokens
+
 from turnwatch.schema import Role
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from scorers.checks.base import Context, Draft, Unscored, Verdict
-from scorers.contract import Contract, SuccessCall, all_hold
-from scorers.phrases import ESCALATION
-from scorers.transcript import Call, Transcript
+from turnwatch.scorers.checks.base import Context, Draft, Unscored, Verdict
+from turnwatch.scorers.contract import Contract, SuccessCall, all_hold
+from turnwatch.scorers.phrases import ESCALATION
+from turnwatch.scorers.transcript import Call, Transcript
+
 from turnwatch.schema import Role
 
 

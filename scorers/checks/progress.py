@@ -7,10 +7,11 @@ import re
 from collections import deque
 from itertools import pairwise
 
-from scorers.checks.base import Context, Draft, Verdict
-from scorers.checks.facts import timeline
-from scorers.phrases import CLOSING, asking_sentences
-from scorers.transcript import Call
+from turnwatch.scorers.checks.base import Context, Draft, Verdict
+from turnwatch.scorers.checks.facts import timeline
+from turnwatch.scorers.phrases import CLOSING, asking_sentences
+from turnwatch.scorers.transcript import Call
+
 from turnwatch.schema import Role
 from turnwatch.scores import Severity
 

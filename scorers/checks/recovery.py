@@ -7,8 +7,9 @@ before the user spoke again or the session ended (a silent give-up).
 
 from __future__ import annotations
 
-from scorers.checks.base import Context, Draft, Verdict
-from scorers.phrases import ESCALATION, FAILURE_ACKNOWLEDGED
+from turnwatch.scorers.checks.base import Context, Draft, Verdict
+from turnwatch.scorers.phrases import ESCALATION, FAILURE_ACKNOWLEDGED
+
 from turnwatch.schema import Role
 from turnwatch.scores import Severity
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scorers.checks.base import Context, Draft, Verdict
+from turnwatch.scorers.checks.base import Context, Draft, Verdict
 
 _MAX_ERRORS_PER_CALL = 3
 _MAX_DETAIL_CHARS = 120

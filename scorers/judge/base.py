@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scorers.judge.config import JudgeConfig
-from scorers.judge.task import Answer, Judge, T, Task, Unjudged, Usage
-from scorers.judge.view import Line
+from turnwatch.scorers.judge.config import JudgeConfig
+from turnwatch.scorers.judge.task import Answer, Judge, T, Task, Unjudged, Usage
+from turnwatch.scorers.judge.view import Line
+
 from turnwatch.schema import Session
 from turnwatch.scores import MAX_EXPLANATION_CHARS, Score
 

@@ -21,14 +21,13 @@ from typing import Any
 import httpx
 import orjson
 from pydantic import BaseModel, ValidationError
-
-from scorers.judge import prompt as prompts
-from scorers.judge.cache import VerdictCache, cache_key
-from scorers.judge.config import EndpointConfig, JudgeConfig
-from scorers.judge.limits import Admission, HourlyBudget, RateLimiter
-from scorers.judge.task import Answer, T, Task, TokenLogprob, Unjudged, Usage
-from scorers.judge.telemetry import JudgeTelemetry
-from scorers.judge.view import estimate_tokens
+from turnwatch.scorers.judge import prompt as prompts
+from turnwatch.scorers.judge.cache import VerdictCache, cache_key
+from turnwatch.scorers.judge.config import EndpointConfig, JudgeConfig
+from turnwatch.scorers.judge.limits import Admission, HourlyBudget, RateLimiter
+from turnwatch.scorers.judge.task import Answer, T, Task, TokenLogprob, Unjudged, Usage
+from turnwatch.scorers.judge.telemetry import JudgeTelemetry
+from turnwatch.scorers.judge.view import estimate_tokens
 
 log = logging.getLogger(__name__)
 

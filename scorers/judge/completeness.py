@@ -7,12 +7,12 @@ Score = satisfied intentions / intentions.
 
 from __future__ import annotations
 
-from scorers.judge import heuristic
-from scorers.judge.base import Inputs, scored, unscored
-from scorers.judge.prompt import load
-from scorers.judge.schemas import Intentions, SatisfactionVerdicts
-from scorers.judge.task import Judge, Task, Unjudged, Usage
-from scorers.judge.view import render
+from turnwatch.scorers.judge import heuristic
+from turnwatch.scorers.judge.base import Inputs, scored, unscored
+from turnwatch.scorers.judge.prompt import load
+from turnwatch.scorers.judge.schemas import Intentions, SatisfactionVerdicts
+from turnwatch.scorers.judge.task import Judge, Task, Unjudged, Usage
+from turnwatch.scorers.judge.view import render
 
 NAME = "conversation_completeness"
 

@@ -12,20 +12,20 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from prometheus_client import CollectorRegistry
+from turnwatch.scorers.judge import view
+from turnwatch.scorers.judge.base import Inputs
+from turnwatch.scorers.judge.cache import VerdictCache
+from turnwatch.scorers.judge.completeness import conversation_completeness
+from turnwatch.scorers.judge.config import JudgeConfig
+from turnwatch.scorers.judge.geval import GEval
+from turnwatch.scorers.judge.heuristic import HeuristicJudge
+from turnwatch.scorers.judge.relevancy import turn_relevancy
+from turnwatch.scorers.judge.retention import knowledge_retention
+from turnwatch.scorers.judge.role import role_adherence
+from turnwatch.scorers.judge.sampling import judged
+from turnwatch.scorers.judge.task import Judge, Usage
+from turnwatch.scorers.judge.telemetry import JudgeTelemetry
 
-from scorers.judge import view
-from scorers.judge.base import Inputs
-from scorers.judge.cache import VerdictCache
-from scorers.judge.completeness import conversation_completeness
-from scorers.judge.config import JudgeConfig
-from scorers.judge.geval import GEval
-from scorers.judge.heuristic import HeuristicJudge
-from scorers.judge.relevancy import turn_relevancy
-from scorers.judge.retention import knowledge_retention
-from scorers.judge.role import role_adherence
-from scorers.judge.sampling import judged
-from scorers.judge.task import Judge, Usage
-from scorers.judge.telemetry import JudgeTelemetry
 from turnwatch.schema import Session
 from turnwatch.scores import Score
 
@@ -37,7 +37,9 @@ MetricFn = Callable[[Inputs, Judge, Usage], Awaitable[list[Score]]]
 def build_judge(config: JudgeConfig, telemetry: JudgeTelemetry) -> Judge:
     if config.endpoint.base_url is None:
         return HeuristicJudge()
-    from scorers.judge.client import EndpointJudge  # httpx only when an endpoint is configured
+    from turnwatch.scorers.judge.client import (
+        EndpointJudge,  # httpx only when an endpoint is configured
+    )
 
     return EndpointJudge(config, telemetry, VerdictCache(config.cache_size))
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from scorers.judge.view import Line
-from scorers.phrases import tokens
+from turnwatch.scorers.judge.view import Line
+from turnwatch.scorers.phrases import tokens
 
 _FLAGS = re.IGNORECASE
 _VALUE = r"([^.,;!?\n]{1,60})"

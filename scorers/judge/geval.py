@@ -11,12 +11,12 @@ from __future__ import annotations
 import math
 import re
 
-from scorers.judge.base import Inputs, scored, unscored
-from scorers.judge.config import GEvalCriterion
-from scorers.judge.prompt import load
-from scorers.judge.schemas import EvaluationSteps, GEvalScore
-from scorers.judge.task import Judge, Task, TokenLogprob, Unjudged, Usage
-from scorers.judge.view import render
+from turnwatch.scorers.judge.base import Inputs, scored, unscored
+from turnwatch.scorers.judge.config import GEvalCriterion
+from turnwatch.scorers.judge.prompt import load
+from turnwatch.scorers.judge.schemas import EvaluationSteps, GEvalScore
+from turnwatch.scorers.judge.task import Judge, Task, TokenLogprob, Unjudged, Usage
+from turnwatch.scorers.judge.view import render
 
 NAME = "geval"
 _SCORE = re.compile(r'"score"\s*:\s*(\d+)')

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from scorers.judge.schemas import (
+from turnwatch.scorers.judge.schemas import (
     Attrition,
     AttritionVerdicts,
     ExtractedFacts,
@@ -22,8 +22,8 @@ from scorers.judge.schemas import (
     SatisfactionVerdicts,
     WindowVerdict,
 )
-from scorers.judge.task import Answer, T, Task, Unjudged, Usage
-from scorers.phrases import FACT_QUESTIONS, REFUSAL, TOKEN, asking_sentences
+from turnwatch.scorers.judge.task import Answer, T, Task, Unjudged, Usage
+from turnwatch.scorers.phrases import FACT_QUESTIONS, REFUSAL, TOKEN, asking_sentences
 
 _WORD = re.compile(r"<[A-Z][A-Z0-9_]+_[0-9a-f]{8}>|[a-z][a-z']+", re.IGNORECASE)
 _STOP = (

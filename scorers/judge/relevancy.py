@@ -9,12 +9,12 @@ Score = relevant windows / judged windows.
 
 from __future__ import annotations
 
-from scorers.judge import heuristic
-from scorers.judge.base import Inputs, ask_all, scored, turn_list, unscored
-from scorers.judge.prompt import load
-from scorers.judge.schemas import RelevancyVerdicts
-from scorers.judge.task import Judge, Task, Unjudged, Usage
-from scorers.judge.view import Exchange, exchanges, render
+from turnwatch.scorers.judge import heuristic
+from turnwatch.scorers.judge.base import Inputs, ask_all, scored, turn_list, unscored
+from turnwatch.scorers.judge.prompt import load
+from turnwatch.scorers.judge.schemas import RelevancyVerdicts
+from turnwatch.scorers.judge.task import Judge, Task, Unjudged, Usage
+from turnwatch.scorers.judge.view import Exchange, exchanges, render
 
 NAME = "turn_relevancy"
 

@@ -9,13 +9,13 @@ Score = replies without attrition / replies verified.
 
 from __future__ import annotations
 
-from scorers.judge import heuristic
-from scorers.judge.base import Inputs, ask_all, scored, turn_list, unscored
-from scorers.judge.facts import Fact, extract
-from scorers.judge.prompt import load
-from scorers.judge.schemas import AttritionVerdicts, ExtractedFacts
-from scorers.judge.task import Judge, Task, Unjudged, Usage
-from scorers.judge.view import Line, pack, render
+from turnwatch.scorers.judge import heuristic
+from turnwatch.scorers.judge.base import Inputs, ask_all, scored, turn_list, unscored
+from turnwatch.scorers.judge.facts import Fact, extract
+from turnwatch.scorers.judge.prompt import load
+from turnwatch.scorers.judge.schemas import AttritionVerdicts, ExtractedFacts
+from turnwatch.scorers.judge.task import Judge, Task, Unjudged, Usage
+from turnwatch.scorers.judge.view import Line, pack, render
 
 NAME = "knowledge_retention"
 

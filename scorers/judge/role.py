@@ -7,12 +7,12 @@ so a revision re-judges only its tail. Score = in-character assistant turns / as
 
 from __future__ import annotations
 
-from scorers.judge import heuristic
-from scorers.judge.base import Inputs, ask_all, scored, turn_list, unscored
-from scorers.judge.prompt import load
-from scorers.judge.schemas import RoleVerdicts
-from scorers.judge.task import Judge, Task, Unjudged, Usage
-from scorers.judge.view import Line, render
+from turnwatch.scorers.judge import heuristic
+from turnwatch.scorers.judge.base import Inputs, ask_all, scored, turn_list, unscored
+from turnwatch.scorers.judge.prompt import load
+from turnwatch.scorers.judge.schemas import RoleVerdicts
+from turnwatch.scorers.judge.task import Judge, Task, Unjudged, Usage
+from turnwatch.scorers.judge.view import Line, render
 
 NAME = "role_adherence"
 MAX_ROLE_CHARS = 2_000

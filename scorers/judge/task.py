@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
-
-from scorers.judge.prompt import Prompt
+from turnwatch.scorers.judge.prompt import Prompt
 
 T = TypeVar("T", bound=BaseModel)
 

@@ -1,4 +1,4 @@
-"""Configuration of the bus (the `bus` block); composed into `turnwatch.config.Settings`."""
+"""Configuration of the bus (the `bus` block); composed into `turnwatch.app.settings.Settings`."""
 
 from __future__ import annotations
 

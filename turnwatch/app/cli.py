@@ -9,12 +9,12 @@ import signal
 import sys
 from pathlib import Path
 
-import collector
-from exporters.regressions.cli import add_regressions_parser, run_regressions
-from scorers.registry import ContractError
-from turnwatch import __version__
-from turnwatch.config import ConfigError, load_settings
-from turnwatch.demo.cli import add_demo_parser, run_demo
+from turnwatch.scorers.registry import ContractError
+
+from turnwatch import __version__, collector
+from turnwatch.app.demo.cli import add_demo_parser, run_demo
+from turnwatch.app.regressions import add_regressions_parser, run_regressions
+from turnwatch.app.settings import ConfigError, load_settings
 from turnwatch.logs import configure_logging
 
 
@@ -88,11 +88,12 @@ def _run_serve(args: argparse.Namespace) -> int:
         )
         return 2
     configure_logging(settings.log.level)
-    from collector.deid.engine import ModelMissingError
-    from collector.deid.secret import SecretError
+    from turnwatch.collector.deid.engine import ModelMissingError
+    from turnwatch.collector.deid.secret import SecretError
+
+    from turnwatch.app.serve import serve
     from turnwatch.bus.plugins import PluginError
     from turnwatch.bus.spool import SpoolLocked
-    from turnwatch.serve import serve
 
     def announce(service) -> None:
         ports = service.ports

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
-from turnwatch.demo.scripts import Exchange, Script, ToolStep
+from turnwatch.app.demo.scripts import Exchange, Script, ToolStep
 
 SERVICE_NAME = "demo-support-bot"
 SERVICE_VERSION = "1.0.0"

@@ -15,7 +15,7 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-from turnwatch.demo.scripts import Script
+from turnwatch.app.demo.scripts import Script
 
 Record = dict[str, Any]
 

@@ -14,26 +14,29 @@ from typing import Literal
 
 import uvicorn
 from prometheus_client import CollectorRegistry
+from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.collector.otlp_grpc import create_grpc_server
+from turnwatch.collector.otlp_http import create_otlp_app
+from turnwatch.collector.pipeline import CollectorPipeline, SessionSink
+from turnwatch.collector.receiver import Receiver
+from turnwatch.exporters.ops import ReadinessCheck, create_ops_app
+from turnwatch.exporters.regressions.api import include_incidents_api
+from turnwatch.exporters.regressions.handler import chain
 
-from collector.metrics import CollectorMetrics
-from collector.otlp_grpc import create_grpc_server
-from collector.otlp_http import create_otlp_app
-from collector.pipeline import CollectorPipeline, SessionSink
-from collector.receiver import Receiver
-from exporters.ops import ReadinessCheck, create_ops_app
-from exporters.regressions.api import include_incidents_api
-from exporters.regressions.flagging import Flagger
-from exporters.regressions.handler import chain
-from exporters.regressions.outliers import ScoreOutliers
-from exporters.stage import Exporters, build_exporters
-from scorers.judge.evaluate import JudgeEvaluator
-from scorers.runner import Scorer, bus_processor
+from turnwatch.app.roles import (
+    BusSink,
+    Exporters,
+    build_bus,
+    build_exporters,
+    build_scorer_processor,
+    exporter_handler,
+    scorer_handler,
+)
+from turnwatch.app.settings import Settings
 from turnwatch.bus.base import Bus
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.plugins import RecordHandler, SessionProcessor, load_callable
 from turnwatch.bus.records import INCIDENTS, SCORES, SESSIONS
-from turnwatch.bus.roles import BusSink, build_bus, exporter_handler, scorer_handler
-from turnwatch.config import Settings
 
 log = logging.getLogger("turnwatch.serve")
 
@@ -107,15 +110,6 @@ class Plugins:
     """Runs after the exporter on each score and incident (the demo's summary reads them)."""
 
 
-def _scorer_processor(settings: Settings, registry: CollectorRegistry) -> SessionProcessor:
-    if settings.bus.scorer_processor:
-        return load_callable(settings.bus.scorer_processor)
-    judge = JudgeEvaluator(settings.scorers.judge, registry)
-    outliers = ScoreOutliers(settings.exporter.drift, settings.regressions.drift_outlier_deviations)
-    flag = Flagger(settings.regressions, drift_outlier=outliers)
-    return bus_processor(Scorer(settings.scorers, judge=judge), flag=flag)
-
-
 def _consumers(
     role: Role,
     settings: Settings,
@@ -128,7 +122,7 @@ def _consumers(
     config = settings.bus
     tasks = []
     if role in ("all", "scorer"):
-        processor = plugins.scorer or _scorer_processor(settings, registry)
+        processor = plugins.scorer or build_scorer_processor(settings, registry)
         handler = scorer_handler(processor)
         tasks.append(
             asyncio.create_task(
@@ -192,14 +186,14 @@ async def serve(
         next_stage: SessionSink = sink or BusSink(_required(bus))
         if deidentify:
             # Imported here: Presidio and spaCy take seconds to load, and only collectors need them.
-            from collector.deid.stage import build_deidentifying_sink
+            from turnwatch.collector.deid.stage import build_deidentifying_sink
 
             # Fails here, before a port is bound, on a missing key (production) or spaCy model.
             deid_sink = build_deidentifying_sink(
                 settings.deid, settings.mode, settings.data_dir, registry, next_stage
             )
             next_stage = deid_sink
-        pipeline = CollectorPipeline(settings, metrics, next_stage)
+        pipeline = CollectorPipeline(settings.collector, metrics, next_stage)
         watched = pipeline
         checks["pipeline"] = lambda: "handoff queue saturated" if watched.overloaded() else None
     if bus is not None:

@@ -20,15 +20,16 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TextIO
 
-from collector.sessionizer import session_id_for
-from exporters.regressions.store import CaseStore, regressions_dir
-from turnwatch.config import Settings, load_settings
-from turnwatch.demo.chatbot import MODEL, SimulatedChatbot
-from turnwatch.demo.observer import ScoreObserver
-from turnwatch.demo.progress import Progress
-from turnwatch.demo.scripts import SCRIPTS, Script
-from turnwatch.demo.summary import ConversationResult, DemoReport, render
-from turnwatch.serve import BackgroundService, Plugins, Service
+from turnwatch.collector.sessionizer import session_id_for
+from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
+
+from turnwatch.app.demo.chatbot import MODEL, SimulatedChatbot
+from turnwatch.app.demo.observer import ScoreObserver
+from turnwatch.app.demo.progress import Progress
+from turnwatch.app.demo.scripts import SCRIPTS, Script
+from turnwatch.app.demo.summary import ConversationResult, DemoReport, render
+from turnwatch.app.serve import BackgroundService, Plugins, Service
+from turnwatch.app.settings import Settings, load_settings
 
 log = logging.getLogger("turnwatch.demo")
 
@@ -53,7 +54,7 @@ class DemoOptions:
 
 def contracts_dir() -> Path:
     """The demo contract ships as package data next to this module."""
-    return Path(str(files("turnwatch.demo") / CONTRACTS))
+    return Path(str(files("turnwatch.app.demo") / CONTRACTS))
 
 
 def demo_settings(options: DemoOptions) -> Settings:

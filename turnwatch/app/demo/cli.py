@@ -59,8 +59,8 @@ def run_demo(args: argparse.Namespace) -> int:
         if not 0 <= port <= 65535:
             print(f"turnwatch demo: --{flag.replace('_', '-')} {port}: not a port", file=sys.stderr)
             return 2
-    from turnwatch.config import ConfigError
-    from turnwatch.demo.run import DemoOptions, run_demo_with
+    from turnwatch.app.demo.run import DemoOptions, run_demo_with
+    from turnwatch.app.settings import ConfigError
     from turnwatch.logs import configure_logging
 
     configure_logging(args.log_level)

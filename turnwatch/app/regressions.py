@@ -1,6 +1,6 @@
 """`turnwatch regressions list|show|export|replay`: the regression cases under --data-dir.
 
-`turnwatch/cli.py` adds the sub-command with `add_regressions_parser(commands)` and dispatches
+`turnwatch/app/cli.py` adds the sub-command with `add_regressions_parser(commands)` and dispatches
 `args.command == "regressions"` to `run_regressions(args)`. Exit codes: 0 fine, 1 a replayed case
 failed (or could not be replayed), 2 usage or configuration error.
 """
@@ -15,9 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from exporters.regressions.export import FORMATS, to_deepeval_json, to_jsonl, to_pytest
-from exporters.regressions.query import Filters, paginate
-from exporters.regressions.store import CaseStore, regressions_dir
+from turnwatch.exporters.regressions.export import FORMATS, to_deepeval_json, to_jsonl, to_pytest
+from turnwatch.exporters.regressions.query import Filters, paginate
+from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
 
 COMMAND = "regressions"
 
@@ -89,7 +89,7 @@ def _when(value: str) -> datetime:
 def run_regressions(
     args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr
 ) -> int:
-    from turnwatch.config import ConfigError, load_settings
+    from turnwatch.app.settings import ConfigError, load_settings
 
     overrides = {"data_dir": args.data_dir} if args.data_dir else None
     try:
@@ -151,8 +151,8 @@ def _export(cases: list[dict[str, Any]], args: argparse.Namespace, out: TextIO) 
 
 
 def _replay(cases, settings, config, args, out: TextIO, err: TextIO) -> int:
-    from exporters.regressions.replay import ChatClient, ReplayResult, replay_cases
-    from scorers.runner import Scorer
+    from turnwatch.exporters.regressions.replay import ChatClient, ReplayResult, replay_cases
+    from turnwatch.scorers.runner import Scorer
 
     if not cases:
         print("turnwatch: no regression cases to replay", file=err)
@@ -189,3 +189,39 @@ def _replay(cases, settings, config, args, out: TextIO, err: TextIO) -> int:
     failed = sum(not result.passed for result in results)
     print(f"{len(results) - failed} passed, {failed} failed", file=out)
     return 1 if failed else 0
+
+
+def replay_from_environment(case: dict):  # -> ReplayResult (import kept lazy for pytest start)
+    """The step of a module `regressions export --format pytest` writes: settings from the
+    environment, one case replayed."""
+    import os
+    from pathlib import Path
+
+    import pytest
+    from turnwatch.exporters.regressions.config import RegressionConfig
+    from turnwatch.exporters.regressions.replay import ChatClient, replay_case
+    from turnwatch.scorers.runner import Scorer
+
+    from turnwatch.app.settings import load_settings
+
+    target = os.environ.get("TURNWATCH_REPLAY_TARGET")
+    if not target:
+        pytest.skip("set TURNWATCH_REPLAY_TARGET to the chatbot's OpenAI-compatible endpoint")
+    config_path = os.environ.get("TURNWATCH_CONFIG")
+    settings = load_settings(Path(config_path) if config_path else None)
+    regressions = getattr(settings, "regressions", RegressionConfig())
+    client = ChatClient(
+        target,
+        timeout=regressions.replay_timeout_seconds,
+        api_key=os.environ.get("TURNWATCH_REPLAY_API_KEY"),
+    )
+    try:
+        return replay_case(
+            case,
+            client,
+            Scorer(settings.scorers),
+            model=os.environ.get("TURNWATCH_REPLAY_MODEL"),
+            max_tool_rounds=regressions.replay_max_tool_rounds,
+        )
+    finally:
+        client.close()

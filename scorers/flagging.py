@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from exporters.regressions.config import RegressionConfig
+from turnwatch.scorers.config import FlaggingConfig
+
 from turnwatch.schema import SamplingReason, Session
 from turnwatch.scores import ScoreRecord
 
@@ -24,7 +25,7 @@ FORCED = {
 
 
 class Flagger:
-    def __init__(self, config: RegressionConfig, drift_outlier: DriftOutlier | None = None):
+    def __init__(self, config: FlaggingConfig, drift_outlier: DriftOutlier | None = None):
         self.config = config
         self.drift_outlier = drift_outlier
 

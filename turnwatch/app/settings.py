@@ -12,125 +12,38 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import Field, SecretStr, TypeAdapter, ValidationError, field_validator
+from pydantic import Field, TypeAdapter, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     SettingsError,
 )
+from turnwatch.collector.config import (
+    CollectorConfig,
+    ConversationKeyConfig,
+    DecoderConfig,
+    HandoffConfig,
+    OtlpConfig,
+    SamplingConfig,
+    SessionConfig,
+)
+from turnwatch.collector.deid.config import DeidConfig
+from turnwatch.exporters.config import ExporterConfig
+from turnwatch.exporters.regressions.config import RegressionConfig
+from turnwatch.scorers.config import ScorerConfig
 
-from collector.deid.config import DeidConfig
-from exporters.config import ExporterConfig
-from exporters.regressions.config import RegressionConfig
-from scorers.config import ScorerConfig
 from turnwatch.bus.config import BusConfig
 from turnwatch.section import Section
-
-MiB = 1024 * 1024
 
 
 class ConfigError(Exception):
     """The configuration is invalid; the message names the offending field."""
 
 
-class OtlpConfig(Section):
-    host: str = Field(default="127.0.0.1", description="Address the OTLP receivers bind to.")
-    http_port: int = Field(default=4318, ge=0, le=65535, description="OTLP/HTTP; 0 picks one.")
-    grpc_port: int = Field(default=4317, ge=0, le=65535, description="OTLP/gRPC; 0 picks one.")
-    grpc_enabled: bool = True
-    max_request_bytes: int = Field(
-        default=16 * MiB, gt=0, description="Cap on the request body as sent (compressed)."
-    )
-    max_decompressed_bytes: int = Field(
-        default=64 * MiB, gt=0, description="Cap on the body after decompression."
-    )
-    max_attribute_bytes: int = Field(
-        default=1 * MiB, gt=0, description="A span with a longer attribute value is rejected."
-    )
-    auth_token: SecretStr | None = Field(
-        default=None, description="When set, requests need `Authorization: Bearer <token>`."
-    )
-    retry_after_seconds: int = Field(
-        default=2, ge=1, le=5, description="Retry-After sent with 429/503 (clients give up >10 s)."
-    )
-
-
 class OpsConfig(Section):
     host: str = "127.0.0.1"
     port: int = Field(default=9464, ge=0, le=65535)
-
-
-class ConversationKeyConfig(Section):
-    priority: list[str] = Field(
-        default=[
-            "gen_ai.conversation.id",
-            "session.id",
-            "traceloop.association.properties.session_id",
-        ],
-        min_length=1,
-        description="Attributes tried in order; the trace id is the fallback.",
-    )
-    custom_attribute: str | None = Field(
-        default=None, description="An extra attribute tried after the priority list."
-    )
-    user_attributes: list[str] = Field(
-        default=[
-            "user.id",
-            "enduser.id",
-            "enduser.pseudo.id",
-            "traceloop.association.properties.user_id",
-        ]
-    )
-
-
-class SessionConfig(Section):
-    idle_timeout_seconds: float = Field(default=60.0, gt=0)
-    max_turns: int = Field(default=400, gt=0, description="Close (truncated) past this many turns.")
-    max_session_bytes: int = Field(default=4 * MiB, gt=0)
-    max_open_sessions: int = Field(default=20_000, gt=0)
-    max_buffered_bytes: int = Field(default=512 * MiB, gt=0)
-    reopen_window_seconds: float = Field(
-        default=3600.0,
-        ge=0,
-        description="A late span within this window re-emits the whole conversation as a new "
-        "revision; after it, the late spans form a new revision on their own.",
-    )
-    max_remembered_sessions: int = Field(default=50_000, ge=0)
-    end_marker_attributes: dict[str, str] = Field(
-        default={"turnwatch.session.end": "true"},
-        description="Attribute values that close a session at once.",
-    )
-    end_marker_events: list[str] = Field(default=["session.end"])
-    sweep_interval_seconds: float = Field(default=1.0, gt=0)
-
-
-class SamplingConfig(Section):
-    rate: float = Field(default=1.0, ge=0.0, le=1.0)
-    force_on_error: bool = True
-    force_on_tool_error: bool = True
-    force_attributes: dict[str, list[str]] = Field(
-        default={"user.feedback": ["negative", "thumbs_down"]},
-        description="Attribute values that force a session into the sample.",
-    )
-
-
-class HandoffConfig(Section):
-    queue_size: int = Field(
-        default=2_000, gt=0, description="Closed sessions awaiting the next stage."
-    )
-    high_watermark: float = Field(
-        default=0.8, gt=0, le=1, description="Fraction of the queue at which OTLP answers 503."
-    )
-
-
-class DecoderConfig(Section):
-    dialects: list[Literal["genai", "genai_events", "openinference", "openllmetry"]] = Field(
-        default=["genai", "genai_events", "openinference", "openllmetry"],
-        min_length=1,
-        description="Span decoders tried in order; the first that finds messages wins.",
-    )
-    redaction_markers: list[str] = Field(default=["__REDACTED__", "FILTERED", "<redacted>"])
 
 
 class LogConfig(Section):
@@ -170,6 +83,18 @@ class Settings(BaseSettings):
         if not value.strip():
             raise ValueError("must not be blank")
         return value
+
+    @property
+    def collector(self) -> CollectorConfig:
+        """The collector stage's blocks, without the rest of the settings."""
+        return CollectorConfig(
+            service_fallback=self.service_fallback,
+            conversation_key=self.conversation_key,
+            sessions=self.sessions,
+            sampling=self.sampling,
+            handoff=self.handoff,
+            decoders=self.decoders,
+        )
 
     @classmethod
     def settings_customise_sources(

@@ -15,7 +15,43 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
-from exporters.config import DriftConfig
+from pydantic import Field, model_validator
+
+from turnwatch.section import Section
+
+
+class DriftConfig(Section):
+    enabled: bool = True
+    recent_window: int = Field(
+        default=200, gt=0, description="Latest scores per (service, metric) compared with..."
+    )
+    baseline_window: int = Field(default=2_000, gt=0, description="...the scores just before them.")
+    min_recent: int = Field(
+        default=50,
+        gt=0,
+        description="Fewer recent scores than this: the drift gauges read NaN (no alarm).",
+    )
+    min_baseline: int = Field(default=200, gt=0, description="Same guard for the baseline.")
+    min_stddev: float = Field(
+        default=0.02,
+        gt=0,
+        description="Floor on the baseline's standard deviation, so a constant baseline does "
+        "not turn any small change into an infinite shift.",
+    )
+
+    @model_validator(mode="after")
+    def _guards_fit(self) -> DriftConfig:
+        # A guard larger than its window could never be met: drift would silently never show.
+        if self.min_recent > self.recent_window:
+            raise ValueError("min_recent must not exceed recent_window")
+        if self.min_baseline > self.baseline_window:
+            raise ValueError("min_baseline must not exceed baseline_window")
+        return self
+
+
+SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+"""Bins of graded scores on [0, 1], for the exported histogram and for drift's PSI alike, so a
+dashboard's bucket view and the PSI gauge agree (latency defaults would put all scores in 3)."""
 
 PSI_FLOOR = 1e-4
 """Share used for an empty bin: PSI has ln(r/b) and an empty bin on either side would be ±inf."""

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from exporters.config import DriftConfig
-from exporters.drift import Window
-from exporters.score_metrics import SCORE_BUCKETS
+from turnwatch.drift import SCORE_BUCKETS, DriftConfig, Window
 from turnwatch.scores import ScoreRecord
 
 MAX_SERIES = 1_000

@@ -1,0 +1,121 @@
+"""Configuration blocks of the collector stage: receivers, conversation keys, sessions,
+sampling, handoff and decoders (`otlp:`, `conversation_key:`, `sessions:`, `sampling:`,
+`handoff:`, `decoders:` in the YAML file; the application's Settings composes them).
+
+`CollectorConfig` is what the pipeline receives: those blocks and nothing else of Settings.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, SecretStr
+
+from turnwatch.section import Section
+
+MiB = 1024 * 1024
+
+
+class OtlpConfig(Section):
+    host: str = Field(default="127.0.0.1", description="Address the OTLP receivers bind to.")
+    http_port: int = Field(default=4318, ge=0, le=65535, description="OTLP/HTTP; 0 picks one.")
+    grpc_port: int = Field(default=4317, ge=0, le=65535, description="OTLP/gRPC; 0 picks one.")
+    grpc_enabled: bool = True
+    max_request_bytes: int = Field(
+        default=16 * MiB, gt=0, description="Cap on the request body as sent (compressed)."
+    )
+    max_decompressed_bytes: int = Field(
+        default=64 * MiB, gt=0, description="Cap on the body after decompression."
+    )
+    max_attribute_bytes: int = Field(
+        default=1 * MiB, gt=0, description="A span with a longer attribute value is rejected."
+    )
+    auth_token: SecretStr | None = Field(
+        default=None, description="When set, requests need `Authorization: Bearer <token>`."
+    )
+    retry_after_seconds: int = Field(
+        default=2, ge=1, le=5, description="Retry-After sent with 429/503 (clients give up >10 s)."
+    )
+
+
+class ConversationKeyConfig(Section):
+    priority: list[str] = Field(
+        default=[
+            "gen_ai.conversation.id",
+            "session.id",
+            "traceloop.association.properties.session_id",
+        ],
+        min_length=1,
+        description="Attributes tried in order; the trace id is the fallback.",
+    )
+    custom_attribute: str | None = Field(
+        default=None, description="An extra attribute tried after the priority list."
+    )
+    user_attributes: list[str] = Field(
+        default=[
+            "user.id",
+            "enduser.id",
+            "enduser.pseudo.id",
+            "traceloop.association.properties.user_id",
+        ]
+    )
+
+
+class SessionConfig(Section):
+    idle_timeout_seconds: float = Field(default=60.0, gt=0)
+    max_turns: int = Field(default=400, gt=0, description="Close (truncated) past this many turns.")
+    max_session_bytes: int = Field(default=4 * MiB, gt=0)
+    max_open_sessions: int = Field(default=20_000, gt=0)
+    max_buffered_bytes: int = Field(default=512 * MiB, gt=0)
+    reopen_window_seconds: float = Field(
+        default=3600.0,
+        ge=0,
+        description="A late span within this window re-emits the whole conversation as a new "
+        "revision; after it, the late spans form a new revision on their own.",
+    )
+    max_remembered_sessions: int = Field(default=50_000, ge=0)
+    end_marker_attributes: dict[str, str] = Field(
+        default={"turnwatch.session.end": "true"},
+        description="Attribute values that close a session at once.",
+    )
+    end_marker_events: list[str] = Field(default=["session.end"])
+    sweep_interval_seconds: float = Field(default=1.0, gt=0)
+
+
+class SamplingConfig(Section):
+    rate: float = Field(default=1.0, ge=0.0, le=1.0)
+    force_on_error: bool = True
+    force_on_tool_error: bool = True
+    force_attributes: dict[str, list[str]] = Field(
+        default={"user.feedback": ["negative", "thumbs_down"]},
+        description="Attribute values that force a session into the sample.",
+    )
+
+
+class HandoffConfig(Section):
+    queue_size: int = Field(
+        default=2_000, gt=0, description="Closed sessions awaiting the next stage."
+    )
+    high_watermark: float = Field(
+        default=0.8, gt=0, le=1, description="Fraction of the queue at which OTLP answers 503."
+    )
+
+
+class DecoderConfig(Section):
+    dialects: list[Literal["genai", "genai_events", "openinference", "openllmetry"]] = Field(
+        default=["genai", "genai_events", "openinference", "openllmetry"],
+        min_length=1,
+        description="Span decoders tried in order; the first that finds messages wins.",
+    )
+    redaction_markers: list[str] = Field(default=["__REDACTED__", "FILTERED", "<redacted>"])
+
+
+class CollectorConfig(Section):
+    """The collector pipeline's view of the configuration (built by the application)."""
+
+    service_fallback: str = "unknown_service"
+    conversation_key: ConversationKeyConfig = Field(default_factory=ConversationKeyConfig)
+    sessions: SessionConfig = Field(default_factory=SessionConfig)
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    handoff: HandoffConfig = Field(default_factory=HandoffConfig)
+    decoders: DecoderConfig = Field(default_factory=DecoderConfig)
