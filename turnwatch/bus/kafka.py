@@ -11,10 +11,7 @@ a drain task sends the spool's head, oldest first, once the broker is back. When
 `publish` waits, which is the backpressure the OTLP receivers turn into 503. After an outage the
 producer is recreated: a restarted broker may not know its producer id (UnknownProducerIdError).
 
-Consumer: one thread per subscription owns the (not thread-safe) KafkaConsumer; auto-commit is
-off, each record's outputs are published (on the event loop) before its offset counts as done,
-done offsets are committed after every batch, on revocation and on close; a lost partition's
-offsets are discarded. Lag is the partition high watermark minus the next offset to process.
+Consumer: `kafka_consumer.py` (one thread per subscription owns the KafkaConsumer).
 """
 
 from __future__ import annotations
@@ -28,14 +25,13 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
-from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka import KafkaAdminClient, KafkaProducer
 from kafka.errors import KafkaError, KafkaTimeoutError
-from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from turnwatch.bus.base import Handler, RecordProcessor
 from turnwatch.bus.config import BusConfig
 from turnwatch.bus.dedupe import Deduper
+from turnwatch.bus.kafka_consumer import RECORD_OVERHEAD_BYTES, ConsumerWorker
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.records import TOPICS, Record, RecordTooLarge, encode, topic_label
 from turnwatch.bus.spool import DiskSpool, FifoFull, Item
@@ -46,8 +42,6 @@ logging.getLogger("kafka").setLevel(logging.ERROR)
 
 TOPIC_ALREADY_EXISTS = 36
 SPOOL_RETRY_SECONDS = 0.1
-RECORD_OVERHEAD_BYTES = 64 * 1024
-"""Room for the key, headers and batch framing around a record of `bus.max_record_bytes`."""
 
 
 class SendFailed(Exception):
@@ -309,7 +303,7 @@ class KafkaBus:
                 if stop.is_set():
                     return
         processor = RecordProcessor(self, handler, self.config.max_record_bytes, self._dedupe)
-        worker = _ConsumerWorker(self, list(topics), group, processor, asyncio.get_running_loop())
+        worker = ConsumerWorker(self, list(topics), group, processor, asyncio.get_running_loop())
         thread_stop = threading.Event()
         waiter = asyncio.create_task(stop.wait())
         # A dedicated thread (not the executor): it lives as long as the subscription.
@@ -330,182 +324,3 @@ class KafkaBus:
             # Also on cancellation: the thread finishes the record in hand, commits, closes.
             thread_stop.set()
             waiter.cancel()
-
-
-class _ConsumerWorker(ConsumerRebalanceListener):
-    """Owns one KafkaConsumer on its own thread; processing runs on the bus's event loop.
-
-    One consumer per group and process, subscribed to all the group's topics: two members of
-    one group with different subscriptions are legal but brokers assign them unreliably."""
-
-    def __init__(
-        self,
-        bus: KafkaBus,
-        topics: list[str],
-        group: str,
-        processor: RecordProcessor,
-        loop: asyncio.AbstractEventLoop,
-    ) -> None:
-        self.bus = bus
-        self.topics = topics
-        self.group = group
-        self.processor = processor
-        self.loop = loop
-        self.consumer: KafkaConsumer | None = None
-        # Next offset to process per partition, updated by this thread and read by rebalance
-        # callbacks, which kafka-python 3.x runs on its own IO thread.
-        self._done: dict[TopicPartition, int] = {}
-        self._committed: dict[TopicPartition, int] = {}
-        self._owned: set[TopicPartition] = set()
-        self._lock = threading.Lock()
-        self._lag_at = 0.0
-
-    def _new_consumer(self) -> KafkaConsumer:
-        kafka = self.bus.kafka
-        consumer = KafkaConsumer(
-            bootstrap_servers=self.bus.bootstrap,
-            client_id=f"{kafka.client_id}-{self.group}",
-            group_id=self.group,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            max_poll_records=kafka.max_poll_records,
-            max_poll_interval_ms=kafka.max_poll_interval_ms,
-            session_timeout_ms=kafka.session_timeout_ms,
-            heartbeat_interval_ms=kafka.heartbeat_interval_ms,
-            # A JoinGroup answer can take the whole rebalance timeout (max_poll_interval_ms);
-            # a shorter request timeout aborts every join (the reason 2.x defaulted to 305 s).
-            request_timeout_ms=max(kafka.request_timeout_ms, kafka.max_poll_interval_ms + 5_000),
-            fetch_max_bytes=max(52_428_800, self.bus.config.max_record_bytes * 2),
-            max_partition_fetch_bytes=self.bus.config.max_record_bytes + RECORD_OVERHEAD_BYTES,
-            bootstrap_timeout_ms=3_000,
-        )
-        consumer.subscribe(self.topics, listener=self)
-        return consumer
-
-    # Rebalance callbacks (kafka-python's IO thread): must not block.
-    def on_partitions_revoked(self, revoked) -> None:
-        with self._lock:
-            offsets = self._pending(set(revoked))
-            self._owned -= set(revoked)
-        if offsets and self.consumer is not None:
-            # Asynchronous on purpose: it is queued ahead of the rejoin on the same connection.
-            self.consumer.commit_async(offsets, callback=self._commit_callback)
-
-    def on_partitions_assigned(self, assigned) -> None:
-        with self._lock:
-            self._owned |= set(assigned)
-            for tp in assigned:
-                self._done.pop(tp, None)
-                self._committed.pop(tp, None)
-
-    def on_partitions_lost(self, lost) -> None:
-        # Evicted: another member may already own these; committing would be refused anyway.
-        with self._lock:
-            self._owned -= set(lost)
-            for tp in lost:
-                self._done.pop(tp, None)
-
-    def _pending(self, partitions: set[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
-        return {
-            tp: OffsetAndMetadata(offset, "", -1)
-            for tp, offset in self._done.items()
-            if tp in partitions and self._committed.get(tp) != offset
-        }
-
-    def _commit_callback(self, offsets, response) -> None:
-        outcome = "failed" if isinstance(response, Exception) else "committed"
-        self.bus.metrics.commits.labels(outcome).inc()
-        if outcome == "committed":
-            with self._lock:
-                for tp, meta in offsets.items():
-                    self._committed[tp] = meta.offset
-
-    def _commit(self, consumer: KafkaConsumer) -> None:
-        with self._lock:
-            offsets = self._pending(set(self._owned))
-        if not offsets:
-            return
-        try:
-            consumer.commit(offsets)
-        except KafkaError as exc:
-            # Typically a rebalance in progress: the records will be redelivered and deduped.
-            self.bus.metrics.commits.labels("failed").inc()
-            log.warning("offset commit failed", extra={"error": type(exc).__name__})
-            return
-        self.bus.metrics.commits.labels("committed").inc()
-        with self._lock:
-            for tp, meta in offsets.items():
-                self._committed[tp] = meta.offset
-
-    def _export_lag(self, consumer: KafkaConsumer) -> None:
-        now = time.monotonic()
-        if now - self._lag_at < 1.0:
-            return
-        self._lag_at = now
-        lag = dict.fromkeys(self.topics, 0)
-        with self._lock:
-            owned = set(self._owned)
-            done = dict(self._done)
-        for tp in owned:
-            try:
-                highwater = consumer.highwater(tp)
-            except KafkaError:
-                continue
-            if highwater is None:
-                continue
-            position = done.get(tp)
-            if position is None:
-                with contextlib.suppress(KafkaError):
-                    position = consumer.position(tp, timeout_ms=100)
-            if position is not None:
-                lag[tp.topic] = lag.get(tp.topic, 0) + max(0, highwater - position)
-        for topic, value in lag.items():
-            self.bus.metrics.lag.labels(topic_label(topic)).set(value)
-
-    def run(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            try:
-                self.consumer = self._new_consumer()
-                break
-            except Exception as exc:
-                log.warning("kafka consumer start failed", extra={"error": type(exc).__name__})
-                stop.wait(self.bus.kafka.probe_interval_seconds)
-        consumer = self.consumer
-        if consumer is None:
-            return
-        log.info("kafka consumer started", extra={"topics": self.topics, "group": self.group})
-        try:
-            while not stop.is_set():
-                try:
-                    batch = consumer.poll(timeout_ms=500)
-                except KafkaError as exc:
-                    log.warning("kafka poll failed", extra={"error": type(exc).__name__})
-                    stop.wait(1.0)
-                    continue
-                for tp, records in batch.items():
-                    for record in records:
-                        with self._lock:
-                            if tp not in self._owned:
-                                break  # revoked mid-batch: the new owner takes it from here
-                        self._process(record)
-                        with self._lock:
-                            self._done[tp] = record.offset + 1
-                        if stop.is_set():
-                            break
-                    if stop.is_set():
-                        break
-                self._commit(consumer)
-                self._export_lag(consumer)
-        finally:
-            self._commit(consumer)
-            with contextlib.suppress(Exception):
-                consumer.close(autocommit=False)
-            log.info("kafka consumer stopped", extra={"topics": self.topics, "group": self.group})
-
-    def _process(self, record) -> None:
-        key = record.key.decode(errors="replace") if record.key is not None else None
-        work = self.processor.handle(
-            record.topic, key, record.value, record.partition, record.offset
-        )
-        # Wait however long publishing takes: during an outage the outputs go to the spool.
-        asyncio.run_coroutine_threadsafe(work, self.loop).result()
