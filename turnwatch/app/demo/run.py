@@ -23,12 +23,15 @@ from typing import TextIO
 from turnwatch.collector.sessionizer import session_id_for
 from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
 
+from turnwatch.app.collector_role import build_collector
+from turnwatch.app.context import ServiceContext
 from turnwatch.app.demo.chatbot import MODEL, SimulatedChatbot
 from turnwatch.app.demo.observer import ScoreObserver
 from turnwatch.app.demo.progress import Progress
 from turnwatch.app.demo.scripts import SCRIPTS, Script
 from turnwatch.app.demo.summary import ConversationResult, DemoReport, render
-from turnwatch.app.serve import BackgroundService, Plugins, Service
+from turnwatch.app.roles import Roles, build_exporter, build_scorer
+from turnwatch.app.serve import BackgroundService, Service
 from turnwatch.app.settings import Settings, load_settings
 
 log = logging.getLogger("turnwatch.demo")
@@ -94,7 +97,7 @@ class DemoRun:
 
     def run(self, out: TextIO) -> int:
         self.progress.note("starting turnwatch (loading the de-identification model)")
-        background = BackgroundService(self.settings, plugins=Plugins(observer=self.observer))
+        background = BackgroundService(self.settings, self._compose)
         try:
             service = background.start(timeout=START_TIMEOUT_SECONDS)
         except RuntimeError as exc:
@@ -111,6 +114,13 @@ class DemoRun:
         finally:
             self.progress.note("stopping turnwatch")
             background.stop()
+
+    def _compose(self, context: ServiceContext) -> Roles:
+        """All roles, as `turnwatch serve` runs them, with the observer tapping the exporter."""
+        return Roles(
+            collector=build_collector(context),
+            consumers=[build_scorer(context), build_exporter(context, tap=self.observer)],
+        )
 
     def _drive(self, service: Service, out: TextIO) -> int:
         host = _loopback(self.settings.otlp.host)
