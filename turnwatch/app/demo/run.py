@@ -131,7 +131,20 @@ class DemoRun:
         )
         started_at = datetime.now(UTC)
         clock = time.monotonic()
-        bot = SimulatedChatbot(f"http://{host}:{service.ports.otlp_http}")
+        missing = self._send_all(f"http://{host}:{service.ports.otlp_http}")
+        self._wait_for_bus(service)
+        report = self._report(started_at, time.monotonic() - clock, ops_url)
+        log.info("demo finished", extra=report.counts())
+        self.progress.done()
+        out.write(render(report))
+        out.flush()
+        if self.options.keep_serving:
+            self._serve_until_interrupted(service, ops_url)
+        return 0 if report.ok and not missing else 1
+
+    def _send_all(self, otlp_url: str) -> set[str]:
+        """Play every script, wave by wave; return the sessions not scored in time."""
+        bot = SimulatedChatbot(otlp_url)
         missing: set[str] = set()
         try:
             for wave in sorted({script.wave for script in SCRIPTS}):
@@ -139,23 +152,7 @@ class DemoRun:
                 missing |= self._send_wave(bot, scripts)
         finally:
             bot.close()
-        self._wait_for_bus(service)
-        report = self._report(started_at, time.monotonic() - clock, ops_url)
-        log.info(
-            "demo finished",
-            extra={
-                "conversations": len(report.results),
-                "scored": sum(result.score is not None for result in report.results),
-                "cases": len(report.cases),
-                "as_expected": report.ok,
-            },
-        )
-        self.progress.done()
-        out.write(render(report))
-        out.flush()
-        if self.options.keep_serving:
-            self._serve_until_interrupted(service, ops_url)
-        return 0 if report.ok and not missing else 1
+        return missing
 
     def _send_wave(self, bot: SimulatedChatbot, scripts: list[Script]) -> set[str]:
         for script in scripts:
