@@ -11,13 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from turnwatch.scorers.registry import ContractError
-
 from turnwatch import __version__, collector
 from turnwatch.app.demo.cli import add_demo_parser, run_demo
 from turnwatch.app.regressions import add_regressions_parser, run_regressions
 from turnwatch.app.settings import ConfigError, Settings, load_settings
 from turnwatch.logs import configure_logging
+from turnwatch.scorers.registry import ContractError
 
 if TYPE_CHECKING:
     from turnwatch.app.roles import Role
@@ -117,12 +116,11 @@ def _announcer(settings: Settings, role: str) -> Callable[[Service], None]:
 
 def _serve_until_signalled(settings: Settings, role: Role) -> int:
     """Run `serve` until SIGINT or SIGTERM; a start-up failure is a message, not a traceback."""
-    from turnwatch.collector.deid.engine import ModelMissingError
-    from turnwatch.collector.deid.secret import SecretError
-
     from turnwatch.app.serve import serve
     from turnwatch.bus.plugins import PluginError
     from turnwatch.bus.spool import SpoolLocked
+    from turnwatch.collector.deid.engine import ModelMissingError
+    from turnwatch.collector.deid.secret import SecretError
 
     async def main() -> None:
         stop = asyncio.Event()

@@ -11,6 +11,10 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from turnwatch.app.context import ServiceContext
+from turnwatch.app.http import Ports, Server, bind, http_server
+from turnwatch.bus.base import Bus
+from turnwatch.bus.records import SESSIONS, RecordTooLarge
 from turnwatch.collector.handoff import Handoff
 from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.otlp_grpc import create_grpc_server
@@ -23,11 +27,6 @@ from turnwatch.collector.pipeline import (
 )
 from turnwatch.collector.receiver import Receiver
 from turnwatch.exporters.ops import ReadinessCheck
-
-from turnwatch.app.context import ServiceContext
-from turnwatch.app.http import Ports, Server, bind, http_server
-from turnwatch.bus.base import Bus
-from turnwatch.bus.records import SESSIONS, RecordTooLarge
 from turnwatch.schema import Session
 
 log = logging.getLogger("turnwatch.serve")

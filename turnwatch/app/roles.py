@@ -14,16 +14,6 @@ from typing import Literal
 
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
-from turnwatch.exporters.regressions.api import include_incidents_api
-from turnwatch.exporters.regressions.handler import IncidentHandler, chain
-from turnwatch.exporters.regressions.metrics import RegressionMetrics
-from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
-from turnwatch.exporters.score_exporter import ScoreExporter
-from turnwatch.scorers.flagging import Flagger
-from turnwatch.scorers.judge.evaluate import JudgeEvaluator
-from turnwatch.scorers.outliers import ScoreOutliers
-from turnwatch.scorers.registry import ContractRegistry
-from turnwatch.scorers.runner import Scorer, bus_processor
 
 from turnwatch.app.collector_role import CollectorRole, build_collector
 from turnwatch.app.context import ServiceContext
@@ -31,7 +21,17 @@ from turnwatch.app.settings import Settings
 from turnwatch.bus.base import Handler
 from turnwatch.bus.plugins import RecordHandler, SessionProcessor, load_callable
 from turnwatch.bus.records import INCIDENTS, SCORES, SESSIONS, Output, Record
+from turnwatch.exporters.regressions.api import include_incidents_api
+from turnwatch.exporters.regressions.handler import IncidentHandler, chain
+from turnwatch.exporters.regressions.metrics import RegressionMetrics
+from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
+from turnwatch.exporters.score_exporter import ScoreExporter
 from turnwatch.schema import Session
+from turnwatch.scorers.flagging import Flagger
+from turnwatch.scorers.judge.evaluate import JudgeEvaluator
+from turnwatch.scorers.outliers import ScoreOutliers
+from turnwatch.scorers.registry import ContractRegistry
+from turnwatch.scorers.runner import Scorer, bus_processor
 
 
 def scorer_handler(processor: SessionProcessor) -> Handler:

@@ -16,14 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
-from turnwatch.collector.pipeline import CollectorPipeline
-from turnwatch.exporters.ops import ReadinessCheck, create_ops_app
 
 from turnwatch.app.context import ServiceContext
 from turnwatch.app.http import Ports, Server, bind, http_server
 from turnwatch.app.roles import Consumer, Role, Roles, build_roles
 from turnwatch.app.settings import Settings
 from turnwatch.bus.base import Bus
+from turnwatch.collector.pipeline import CollectorPipeline
+from turnwatch.exporters.ops import ReadinessCheck, create_ops_app
 
 log = logging.getLogger("turnwatch.serve")
 

@@ -19,6 +19,8 @@ from pydantic_settings import (
     SettingsConfigDict,
     SettingsError,
 )
+
+from turnwatch.bus.config import BusConfig
 from turnwatch.collector.config import (
     CollectorConfig,
     ConversationKeyConfig,
@@ -32,8 +34,6 @@ from turnwatch.collector.deid.config import DeidConfig
 from turnwatch.exporters.config import ExporterConfig
 from turnwatch.exporters.regressions.config import RegressionConfig
 from turnwatch.scorers.config import ScorerConfig
-
-from turnwatch.bus.config import BusConfig
 from turnwatch.section import Section
 
 

@@ -20,9 +20,6 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TextIO
 
-from turnwatch.collector.sessionizer import session_id_for
-from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
-
 from turnwatch.app.collector_role import build_collector
 from turnwatch.app.context import ServiceContext
 from turnwatch.app.demo.chatbot import MODEL, SimulatedChatbot
@@ -33,6 +30,8 @@ from turnwatch.app.demo.summary import ConversationResult, DemoReport, render
 from turnwatch.app.roles import Roles, build_exporter, build_scorer
 from turnwatch.app.serve import BackgroundService, Service
 from turnwatch.app.settings import Settings, load_settings
+from turnwatch.collector.sessionizer import session_id_for
+from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
 
 log = logging.getLogger("turnwatch.demo")
 
