@@ -62,11 +62,13 @@ def test_pii_through_the_receiver_is_deidentified_everywhere(tmp_path, caplog):
         background.stop()
 
     assert session.deidentified
+    # Names and labels only: a raw value such as "4111" can turn up among a sample's digits.
+    series = "\n".join(line.rpartition(" ")[0] for line in metrics.splitlines())
     delivered = session.model_dump_json()
     for raw in [*RAW_VALUES, "conv-pii-1"]:
         assert raw not in delivered
         assert raw not in caplog.text
-        assert raw not in metrics
+        assert raw not in series
     assert session.user_id.startswith("<USER_ID_")
     # Referential integrity: the address in the tool arguments is the token in the text.
     lookup = session.turns[1].tool_calls[0]
