@@ -255,6 +255,8 @@ def serve_collector(sampling_rate: float) -> None:
     De-identification is left out on purpose: it is measured by benchmarks/deid.py, and at
     Presidio's speed it would measure that stage instead of ingest.
     """
+    from turnwatch.app.collector_role import CollectorRole
+    from turnwatch.app.roles import Roles
     from turnwatch.app.serve import BackgroundService
     from turnwatch.app.settings import load_settings
 
@@ -270,7 +272,10 @@ def serve_collector(sampling_rate: float) -> None:
             "log.level": "WARNING",
         },
     )
-    background = BackgroundService(settings, CountingSink(), deidentify=False)
+    sink = CountingSink()
+    background = BackgroundService(
+        settings, lambda context: Roles(collector=CollectorRole(context, sink))
+    )
     service = background.start()
     ports = service.ports
     print(f"ports :{ports.otlp_http} :{ports.otlp_grpc} :{ports.ops}", flush=True)

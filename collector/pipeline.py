@@ -1,16 +1,15 @@
-"""The collector pipeline: decoded spans and logs -> sessions -> sampling -> handoff.
+"""The collector pipeline: decoded spans and logs -> sessions -> sampling -> the next stage.
 
 Stages run on the server's event loop, one request at a time, so they need no locks. Closed
 sessions are sampled before anything expensive happens (only sampled sessions are assembled and,
-later, de-identified), then queued for the next stage. The queue is bounded: above its high
-watermark the receivers answer 503 with Retry-After, and a session that finds it full is dropped
-and counted.
+later, de-identified), then offered to the next stage, which must not block the request path:
+in `turnwatch serve` that is the handoff queue (handoff.py); a test that wants the sessions at
+once composes a stage that assembles and keeps them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import time
@@ -42,8 +41,18 @@ class PendingSession:
     decision: SamplingDecision
 
 
+class PendingStage(Protocol):
+    """Where the request path puts closed, sampled sessions; `offer` must return at once."""
+
+    def offer(self, pending: PendingSession) -> None: ...
+
+    def overloaded(self) -> bool:
+        """True when the receivers should answer 503 rather than accept more."""
+        ...
+
+
 class SessionSink(Protocol):
-    """The next stage: receives closed, sampled sessions (de-identification plugs in here)."""
+    """A stage after assembly: receives whole sessions (de-identification plugs in here)."""
 
     async def deliver(self, session: Session) -> None: ...
 
@@ -66,17 +75,77 @@ class LoggingSink:
         )
 
 
+class SessionBuilder:
+    """Assembles a closed, sampled session into its wire record (off the request path)."""
+
+    def __init__(self, service_fallback: str, metrics: CollectorMetrics) -> None:
+        self.service_fallback = service_fallback
+        self.metrics = metrics
+
+    def __call__(self, pending: PendingSession) -> Session:
+        started_assembly = time.perf_counter()
+        closed, decision = pending.closed, pending.decision
+        state = closed.state
+        transcript = assemble(state.observations)
+        reasons = list(transcript.incomplete_reasons)
+        if state.dropped_spans:
+            reasons.append("dropped_attributes")
+        if not transcript.turns:
+            reasons.append("no_turns")
+        started = ns_to_datetime(state.first_ns) or EPOCH
+        ended = ns_to_datetime(state.last_ns) or started
+        # The turn dicts come from our own assembler, whose keys tests pin to the schema; skipping
+        # the unknown-key check of every nested model saves a sixth of validation. Types are
+        # still validated, and consumers of the wire record still forbid unknown keys.
+        session = Session.model_validate(
+            dict(
+                session_id=state.session_id,
+                revision=state.revision,
+                conversation_key=state.key,
+                key_source=state.key_source,
+                service=state.service or self.service_fallback,
+                user_id=state.user_id,
+                provenance=dict(
+                    providers=transcript.providers,
+                    models=transcript.models,
+                    service_version=state.service_version,
+                    agent_name=state.agent_name,
+                    agent_version=state.agent_version,
+                    dialects=transcript.dialects,
+                    instrumentation_scopes=list(state.scopes)[:16],
+                ),
+                trace_ids=list(state.trace_ids),
+                started_at=started,
+                ended_at=max(ended, started),
+                system_instructions=transcript.system_instructions,
+                turns=transcript.turns,
+                close_reason=closed.reason,
+                incomplete=bool(reasons),
+                incomplete_reasons=list(dict.fromkeys(reasons)),
+                truncated=state.head_emitted or closed.reason in CAPPED_REASONS,
+                dropped_spans=state.dropped_spans,
+                error_spans=state.error_spans,
+                sampling=decision,
+            ),
+            extra="ignore",
+        )
+        for reason in session.incomplete_reasons:
+            self.metrics.sessions_incomplete.labels(reason).inc()
+        self.metrics.assembly_duration.observe(time.perf_counter() - started_assembly)
+        return session
+
+
 class CollectorPipeline:
     def __init__(
         self,
         config: CollectorConfig,
         metrics: CollectorMetrics,
-        sink: SessionSink,
+        next_stage: PendingStage,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
         self.metrics = metrics
-        self.sink = sink
+        self.next_stage = next_stage
         markers = config.decoders.redaction_markers
         self.span_decoders = build_span_decoders(config.decoders.dialects, markers)
         self.log_decoders = build_log_decoders(config.decoders.dialects, markers)
@@ -88,8 +157,6 @@ class CollectorPipeline:
         )
         self.sessionizer = Sessionizer(config.sessions, clock)
         self.sampler = Sampler(config.sampling)
-        self.queue: asyncio.Queue[PendingSession] = asyncio.Queue(maxsize=config.handoff.queue_size)
-        self._watermark = max(1, int(config.handoff.queue_size * config.handoff.high_watermark))
         # prometheus_client's labels() locks and builds a key on every call; the label values
         # here are enum members, so each child is looked up once.
         self._closed_counter = functools.cache(metrics.sessions_closed.labels)
@@ -97,7 +164,7 @@ class CollectorPipeline:
         self._event_sequence = 0
 
     def overloaded(self) -> bool:
-        return self.queue.qsize() >= self._watermark
+        return self.next_stage.overloaded()
 
     def accept_spans(self, spans: list[SpanView]) -> int:
         """Buffer decoded spans; return how many a dialect decoder failed on (rejected)."""
@@ -196,79 +263,12 @@ class CollectorPipeline:
             ),
         )
         self._sampled_counter(decision.reason.value).inc()
-        if not decision.sampled:
-            return
-        try:
-            self.queue.put_nowait(PendingSession(closed, decision))
-        except asyncio.QueueFull:
-            self.metrics.handoff_dropped.labels("queue_full").inc()
-            log.warning("handoff queue full; session dropped", extra={"reason": "queue_full"})
-
-    def build(self, pending: PendingSession) -> Session:
-        """Assemble a queued session into its wire record (off the request path)."""
-        started_assembly = time.perf_counter()
-        closed, decision = pending.closed, pending.decision
-        state = closed.state
-        transcript = assemble(state.observations)
-        reasons = list(transcript.incomplete_reasons)
-        if state.dropped_spans:
-            reasons.append("dropped_attributes")
-        if not transcript.turns:
-            reasons.append("no_turns")
-        started = ns_to_datetime(state.first_ns) or EPOCH
-        ended = ns_to_datetime(state.last_ns) or started
-        # The turn dicts come from our own assembler, whose keys tests pin to the schema; skipping
-        # the unknown-key check of every nested model saves a sixth of validation. Types are
-        # still validated, and consumers of the wire record still forbid unknown keys.
-        session = Session.model_validate(
-            dict(
-                session_id=state.session_id,
-                revision=state.revision,
-                conversation_key=state.key,
-                key_source=state.key_source,
-                service=state.service or self.config.service_fallback,
-                user_id=state.user_id,
-                provenance=dict(
-                    providers=transcript.providers,
-                    models=transcript.models,
-                    service_version=state.service_version,
-                    agent_name=state.agent_name,
-                    agent_version=state.agent_version,
-                    dialects=transcript.dialects,
-                    instrumentation_scopes=list(state.scopes)[:16],
-                ),
-                trace_ids=list(state.trace_ids),
-                started_at=started,
-                ended_at=max(ended, started),
-                system_instructions=transcript.system_instructions,
-                turns=transcript.turns,
-                close_reason=closed.reason,
-                incomplete=bool(reasons),
-                incomplete_reasons=list(dict.fromkeys(reasons)),
-                truncated=state.head_emitted or closed.reason in CAPPED_REASONS,
-                dropped_spans=state.dropped_spans,
-                error_spans=state.error_spans,
-                sampling=decision,
-            ),
-            extra="ignore",
-        )
-        for reason in session.incomplete_reasons:
-            self.metrics.sessions_incomplete.labels(reason).inc()
-        self.metrics.assembly_duration.observe(time.perf_counter() - started_assembly)
-        return session
-
-    def take_pending(self) -> list[Session]:
-        """Build and remove every queued session now, for callers without a handoff task."""
-        sessions = []
-        while not self.queue.empty():
-            sessions.append(self.build(self.queue.get_nowait()))
-            self.queue.task_done()
-        return sessions
+        if decision.sampled:
+            self.next_stage.offer(PendingSession(closed, decision))
 
     def _update_gauges(self) -> None:
         self.metrics.sessions_open.set(self.sessionizer.open_count)
         self.metrics.buffered_bytes.set(self.sessionizer.buffered_bytes)
-        self.metrics.handoff_depth.set(self.queue.qsize())
 
     async def run_sweeper(self) -> None:
         interval = self.config.sessions.sweep_interval_seconds
@@ -279,30 +279,3 @@ class CollectorPipeline:
             except Exception:
                 # Sessions must keep closing even if one of them trips a bug.
                 log.exception("idle sweep failed", extra={"reason": "sweep_error"})
-
-    async def run_handoff(self) -> None:
-        while True:
-            pending = await self.queue.get()
-            try:
-                session = self.build(pending)
-            except Exception:
-                # An assembler bug on strange input costs this session, never the pipeline.
-                self.metrics.handoff_dropped.labels("assembly_error").inc()
-                log.exception("session assembly failed", extra={"reason": "assembly_error"})
-                self.queue.task_done()
-                continue
-            try:
-                await self.sink.deliver(session)
-                self.metrics.handoff_delivered.inc()
-            except Exception:
-                self.metrics.handoff_dropped.labels("sink_error").inc()
-                log.exception("next stage failed; session dropped", extra={"reason": "sink_error"})
-            finally:
-                self.queue.task_done()
-                self.metrics.handoff_depth.set(self.queue.qsize())
-
-    async def drain(self) -> None:
-        """Close every open session and wait until the next stage has taken them all."""
-        self.close_all()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.queue.join()

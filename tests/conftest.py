@@ -69,9 +69,12 @@ class Running:
 
 
 def start_service(settings: Settings, deidentify: bool = False) -> Running:
-    """A real `turnwatch serve`; raw sessions unless `deidentify` (collector assembly tests)."""
+    """A real collector in front of a capturing stage: the sessions as assembled, or through
+    the de-identification stage `turnwatch serve` runs when `deidentify`."""
+    from tests.stages import collector_into
+
     sink = CapturingSink()
-    background = BackgroundService(settings, sink, deidentify=deidentify)
+    background = BackgroundService(settings, collector_into(sink, deidentified=deidentify))
     service = background.start()
     return Running(background, service, sink)
 

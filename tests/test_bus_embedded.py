@@ -14,7 +14,8 @@ from prometheus_client import CollectorRegistry
 from tests.conftest import make_settings
 from tests.kafka_broker import with_bus
 from tests.otlp_requests import PROTOBUF, chat_span, encode, metric_value, trace_request
-from turnwatch.app.serve import BackgroundService, Plugins
+from tests.stages import all_roles_raw
+from turnwatch.app.serve import BackgroundService
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.spool import DiskSpool, FifoFull, Item
 from turnwatch.schema import Session
@@ -54,7 +55,7 @@ def post_session(base: str, conversation: str, end: bool = True) -> httpx.Respon
 
 
 def start(settings, scorer: GatedScorer) -> tuple[BackgroundService, str, str]:
-    background = BackgroundService(settings, deidentify=False, plugins=Plugins(scorer=scorer))
+    background = BackgroundService(settings, all_roles_raw(scorer=scorer))
     service = background.start()
     return (
         background,

@@ -63,11 +63,27 @@ from turnwatch import collector
 from turnwatch.collector import otlp_json, otlp_proto
 from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.otlp_common import DecodeLimits
-from turnwatch.collector.pipeline import CollectorPipeline
+from turnwatch.collector.pipeline import CollectorPipeline, SessionBuilder
 from turnwatch.app.settings import load_settings
 
+
+class Built(list):
+    # The pipeline's next stage here: each sampled session assembled at once and kept.
+    def __init__(self, build):
+        super().__init__()
+        self.build = build
+
+    def offer(self, pending):
+        self.append(self.build(pending))
+
+    def overloaded(self):
+        return False
+
+
 settings = load_settings(None, {})
-pipeline = CollectorPipeline(settings.collector, CollectorMetrics(CollectorRegistry()), sink=None)
+metrics = CollectorMetrics(CollectorRegistry())
+built = Built(SessionBuilder(settings.collector.service_fallback, metrics))
+pipeline = CollectorPipeline(settings.collector, metrics, built)
 limits = DecodeLimits(max_attribute_bytes=settings.otlp.max_attribute_bytes)
 rejected = {}
 for path in sorted(Path(sys.argv[1]).iterdir()):
@@ -83,7 +99,7 @@ for path in sorted(Path(sys.argv[1]).iterdir()):
         pipeline.accept_spans(result.items)
     rejected[path.name] = result.rejection_reasons
 pipeline.close_all()
-sessions = [session.model_dump(mode="json") for session in pipeline.take_pending()]
+sessions = [session.model_dump(mode="json") for session in built]
 print(json.dumps({"compiled": collector.COMPILED, "rejected": rejected, "sessions": sessions}))
 """
 

@@ -29,10 +29,10 @@ from turnwatch.collector.dialects.genai import parse_messages
 from turnwatch.collector.dialects.genai_events import GenAIMessageEventLogDecoder
 from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.otlp_common import DecodeLimits
-from turnwatch.collector.pipeline import CollectorPipeline
 from turnwatch.collector.records import LogView
 
 from tests.conftest import Running, make_settings, start_service
+from tests.stages import assembling_pipeline
 from turnwatch import collector
 from turnwatch.schema import Role, Session, TokenUsage, ToolCall, Turn
 
@@ -525,10 +525,10 @@ def test_salvage_json_deep_cut_keeps_earlier_messages():
 
 
 def test_assembled_turn_fields_are_all_schema_fields():
-    """`build` validates turns with extra="ignore" for speed: a misspelled key from the
+    """`SessionBuilder` validates turns with extra="ignore" for speed: a misspelled key from the
     assembler would vanish silently, so every key it writes must be a schema field."""
-    pipeline = CollectorPipeline(
-        make_settings().collector, CollectorMetrics(CollectorRegistry()), None
+    pipeline, built = assembling_pipeline(
+        make_settings().collector, CollectorMetrics(CollectorRegistry())
     )
     limits = DecodeLimits(max_attribute_bytes=1 << 20)
     for path in TESTDATA.glob("*.json"):
@@ -540,7 +540,7 @@ def test_assembled_turn_fields_are_all_schema_fields():
     pipeline.close_all()
     turns = [
         turn
-        for pending in [pipeline.queue.get_nowait() for _ in range(pipeline.queue.qsize())]
+        for pending in built.pending
         for turn in assemble(pending.closed.state.observations).turns
     ]
     assert len(turns) > 50

@@ -12,12 +12,13 @@ import httpx
 
 from tests.conftest import make_settings
 from tests.otlp_requests import PROTOBUF, chat_span, encode, metric_value, trace_request
+from tests.stages import all_roles_raw
 from turnwatch.app.serve import BackgroundService
 
 
 def test_scores_from_the_bus_reach_metrics_once_per_revision():
     settings = make_settings(**{"otlp.grpc_enabled": False})
-    background = BackgroundService(settings, None, deidentify=False, role="all")
+    background = BackgroundService(settings, all_roles_raw())
     service = background.start()
     ops = f"http://127.0.0.1:{service.ports.ops}"
     try:

@@ -23,6 +23,7 @@ from turnwatch.exporters.score_exporter import ScoreExporter
 
 from tests.conftest import make_settings
 from tests.otlp_requests import PROTOBUF, chat_span, key_values
+from tests.stages import collector_into
 from turnwatch.app.serve import BackgroundService
 from turnwatch.schema import Session
 from turnwatch.scores import BudgetUsage, JointSuccess, Score, ScoreRecord
@@ -104,7 +105,7 @@ def test_flood_of_ids_and_services_keeps_series_bounded():
         }
     )
     sink = ExportingSink()
-    background = BackgroundService(settings, sink, deidentify=False)
+    background = BackgroundService(settings, collector_into(sink))
     service = background.start()
     sink.exporter = ScoreExporter(service.registry, ExporterConfig(max_services=MAX_SERVICES))
     base = f"http://127.0.0.1:{service.ports.otlp_http}"

@@ -30,7 +30,7 @@ from turnwatch.collector.otlp_common import DecodeLimits, DecodeResult, Undecoda
 from turnwatch.collector.pipeline import CollectorPipeline
 from turnwatch.collector.records import LogView, SpanEvent, SpanView
 
-from tests.conftest import CapturingSink, make_settings, start_service
+from tests.conftest import make_settings, start_service
 from tests.otlp_requests import (
     JSON,
     PROTOBUF,
@@ -41,6 +41,7 @@ from tests.otlp_requests import (
     logs_request,
     trace_request,
 )
+from tests.stages import AssembledAtOnce, assembling_pipeline
 from turnwatch.schema import Session
 
 LIMITS = DecodeLimits(max_attribute_bytes=2048)
@@ -548,18 +549,11 @@ def log_views(draw: st.DrawFn) -> LogView:
     )
 
 
-def _pipeline() -> CollectorPipeline:
-    return CollectorPipeline(
-        PIPELINE_SETTINGS.collector, CollectorMetrics(CollectorRegistry()), CapturingSink()
-    )
+def _pipeline() -> tuple[CollectorPipeline, AssembledAtOnce]:
+    return assembling_pipeline(PIPELINE_SETTINGS.collector, CollectorMetrics(CollectorRegistry()))
 
 
 PIPELINE_SETTINGS = make_settings()
-
-
-def _closed_sessions(pipeline: CollectorPipeline) -> list[Session]:
-    pipeline.close_all()
-    return pipeline.take_pending()  # assembles each queued session into its wire record
 
 
 @FUZZ
@@ -567,7 +561,7 @@ def _closed_sessions(pipeline: CollectorPipeline) -> list[Session]:
     spans=st.lists(span_views(), min_size=1, max_size=4), records=st.lists(log_views(), max_size=3)
 )
 def test_dialect_decoders_survive_hostile_attributes(spans, records):
-    pipeline = _pipeline()
+    pipeline, built = _pipeline()
     # Each dialect decoder on its own: a recognised span gives an Observation, else None.
     for span in spans:
         for decoder in pipeline.span_decoders:
@@ -578,7 +572,8 @@ def test_dialect_decoders_survive_hostile_attributes(spans, records):
     # Then the whole pipeline: nothing is lost to a decoder error, and sessions still build.
     assert pipeline.accept_spans(spans) == 0
     assert pipeline.accept_logs(records) == 0
-    for session in _closed_sessions(pipeline):
+    pipeline.close_all()
+    for session in built.take():
         assert Session.model_validate_json(session.model_dump_json()) == session
 
 
@@ -601,12 +596,12 @@ def _span_with(attributes: dict[str, Any]) -> SpanView:
 
 def test_flattened_index_with_a_unicode_digit_is_skipped_not_raised():
     attributes = {"llm.input_messages.².message.role": "user", "llm.input_messages.0.x": "y"}
-    for decoder in _pipeline().span_decoders:
+    for decoder in _pipeline()[0].span_decoders:
         decoder.decode(_span_with(attributes))
 
 
 def test_genai_operation_name_that_is_an_array_does_not_raise():
-    for decoder in _pipeline().span_decoders:
+    for decoder in _pipeline()[0].span_decoders:
         decoder.decode(_span_with({"gen_ai.operation.name": ["chat"]}))
 
 

@@ -45,6 +45,7 @@ from tests.otlp_requests import (
     otlp_json,
     trace_request,
 )
+from tests.stages import collector_into
 from turnwatch.app.serve import BackgroundService
 from turnwatch.schema import Session
 
@@ -528,7 +529,7 @@ def saturated() -> Iterator[Running]:
     """A server whose handoff queue (size 1) is full: one session stuck in delivery, one queued."""
     settings = make_settings(**{"handoff.queue_size": 1, "handoff.high_watermark": 1.0})
     sink = BlockingSink()
-    background = BackgroundService(settings, sink, deidentify=False)  # raw keys, as conftest
+    background = BackgroundService(settings, collector_into(sink))  # raw keys, as conftest
     running = Running(background, background.start(), sink)
     try:
         assert httpx.get(f"{running.ops_url}/readyz").status_code == 200

@@ -17,10 +17,11 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from tests.conftest import make_settings
 from tests.otel_chatbot import provider_with, run_conversation
+from tests.stages import all_roles
 from tests.test_judge_loopback import LoopbackJudge, Reply, running
 from tests.test_pipeline_e2e import CONTRACTS, UNAPPROVED_REFUND
 from tests.test_reliability_shutdown import wait_until
-from turnwatch.app.serve import BackgroundService, Plugins
+from turnwatch.app.serve import BackgroundService
 from turnwatch.bus.records import SCORES, Output
 
 FAULTS: dict[str, tuple[Reply, str, str]] = {
@@ -73,7 +74,7 @@ def test_judge_faults_leave_metrics_unscored_and_checks_intact(judge, tmp_path):
     scores = Scores()
     settings = make_settings(data_dir=str(tmp_path), **{"scorers.contracts_dir": str(CONTRACTS)})
     assert settings.scorers.judge.endpoint.base_url == judge.base_url
-    background = BackgroundService(settings, plugins=Plugins(observer=scores))
+    background = BackgroundService(settings, all_roles(tap=scores))
     service = background.start(timeout=60)
     registry = service.registry
     exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{service.ports.otlp_http}/v1/traces")

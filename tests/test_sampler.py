@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 from turnwatch.collector.metrics import CollectorMetrics
-from turnwatch.collector.pipeline import CollectorPipeline, LoggingSink
+from turnwatch.collector.pipeline import CollectorPipeline
 from turnwatch.collector.records import STATUS_ERROR, SpanView
 from turnwatch.collector.sampler import Sampler, SamplingSignals, hash_fraction
 
+from tests.stages import AssembledAtOnce, assembling_pipeline
 from turnwatch.app.settings import SamplingConfig, load_settings
 from turnwatch.schema import SamplingReason, Session
 
@@ -88,9 +89,8 @@ UNLUCKY = next(key for key in KEYS if hash_fraction(key) >= 0.5)
 def _pipeline(**overrides: object) -> tuple[CollectorPipeline, CollectorRegistry]:
     settings = load_settings(None, {"sampling.rate": RATE, **overrides})
     registry = CollectorRegistry()
-    return CollectorPipeline(
-        settings.collector, CollectorMetrics(registry), LoggingSink()
-    ), registry
+    pipeline, _built = assembling_pipeline(settings.collector, CollectorMetrics(registry))
+    return pipeline, registry
 
 
 def _span(
@@ -149,7 +149,9 @@ def _failed_tool(conversation: str) -> SpanView:
 def _run(pipeline: CollectorPipeline, spans: list[SpanView]) -> list[Session]:
     assert pipeline.accept_spans(spans) == 0
     pipeline.close_all()
-    return pipeline.take_pending()
+    built = pipeline.next_stage
+    assert isinstance(built, AssembledAtOnce)
+    return built.take()
 
 
 def _sampled_total(registry: CollectorRegistry, reason: str) -> float:

@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 from turnwatch.collector.metrics import CollectorMetrics
-from turnwatch.collector.pipeline import CollectorPipeline, LoggingSink
 from turnwatch.collector.records import (
     STATUS_ERROR,
     Context,
@@ -26,6 +25,7 @@ from turnwatch.collector.records import (
 )
 from turnwatch.collector.sessionizer import Sessionizer
 
+from tests.stages import assembling_pipeline
 from turnwatch.app.settings import Settings, load_settings
 from turnwatch.schema import CloseReason, Role, Session
 
@@ -59,11 +59,8 @@ class Harness:
         self.settings: Settings = load_settings(None, values)
         self.registry = CollectorRegistry()
         self.clock = FakeClock()
-        self.pipeline = CollectorPipeline(
-            self.settings.collector,
-            CollectorMetrics(self.registry),
-            LoggingSink(),
-            clock=self.clock,
+        self.pipeline, self.built = assembling_pipeline(
+            self.settings.collector, CollectorMetrics(self.registry), clock=self.clock
         )
 
     def send(self, *spans: SpanView) -> None:
@@ -75,7 +72,7 @@ class Harness:
         return self.emitted()
 
     def emitted(self) -> list[Session]:
-        return self.pipeline.take_pending()
+        return self.built.take()
 
     def closed_total(self, reason: str) -> float:
         value = self.registry.get_sample_value(

@@ -10,12 +10,11 @@ raises to the metric. Logs carry reasons and counts, never prompts, answers or t
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import logging
 import os
-import random
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -24,10 +23,19 @@ from pydantic import BaseModel, ValidationError
 from turnwatch.scorers.judge import prompt as prompts
 from turnwatch.scorers.judge.cache import VerdictCache, cache_key
 from turnwatch.scorers.judge.config import EndpointConfig, JudgeConfig
+from turnwatch.scorers.judge.exchange import (
+    GIVE_UP_REASONS,
+    Exchange,
+    Failed,
+    Unsupported,
+    classify_response,
+)
 from turnwatch.scorers.judge.limits import Admission, HourlyBudget, RateLimiter
 from turnwatch.scorers.judge.task import Answer, T, Task, TokenLogprob, Unjudged, Usage
 from turnwatch.scorers.judge.telemetry import JudgeTelemetry
 from turnwatch.scorers.judge.view import estimate_tokens
+
+from turnwatch.retry import Backoff, Retryable, retry
 
 log = logging.getLogger(__name__)
 
@@ -46,21 +54,6 @@ def read_api_key(config: EndpointConfig) -> str | None:
     return None
 
 
-def retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
 class _Reply:
     __slots__ = ("content", "logprobs", "refused")
 
@@ -68,6 +61,34 @@ class _Reply:
         self.content = content
         self.refused = refused
         self.logprobs = logprobs
+
+
+@dataclass(frozen=True, slots=True)
+class _Invalid:
+    """An answer that is not the asked-for JSON; `detail` names fields, never the answer text."""
+
+    kind: str
+    detail: str
+    content: str
+
+
+@dataclass(slots=True)
+class _Request:
+    messages: list[dict[str, str]]
+    logprobs: bool
+
+
+def _estimate(messages: list[dict[str, str]]) -> int:
+    return sum(estimate_tokens(message["content"]) + MESSAGE_OVERHEAD for message in messages)
+
+
+def _repair_messages(messages: list[dict[str, str]], invalid: _Invalid) -> list[dict[str, str]]:
+    """Show the model its answer and the problem, and ask for the JSON only."""
+    return [
+        *messages,
+        {"role": "assistant", "content": invalid.content[:4000]},
+        {"role": "user", "content": prompts.load("repair").render(error=invalid.detail)},
+    ]
 
 
 class EndpointJudge:
@@ -95,7 +116,16 @@ class EndpointJudge:
         self.clock = clock
         self.json_mode = config.endpoint.json_mode != "off"
         self.system = prompts.load(prompts.SYSTEM).render()
-        self._key = read_api_key(config.endpoint)
+        self.backoff = Backoff(
+            config.endpoint.max_retries,
+            config.endpoint.backoff_seconds,
+            config.endpoint.max_backoff_seconds,
+        )
+        self._url = f"{config.endpoint.base_url}/chat/completions"
+        self._headers = {"content-type": "application/json"}
+        key = read_api_key(config.endpoint)
+        if key:
+            self._headers["authorization"] = f"Bearer {key}"
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: httpx.AsyncClient | None = None
         self._admission: Admission | None = None
@@ -150,45 +180,44 @@ class EndpointJudge:
             usage.cached += 1
             return Answer(hit.value, hit.logprobs, cached=True)
         self.telemetry.cache.labels(task.metric, "miss").inc()
-        estimate = sum(estimate_tokens(m["content"]) + MESSAGE_OVERHEAD for m in messages)
-        if estimate + self.config.max_output_tokens > self.config.context_tokens:
+        if _estimate(messages) + self.config.max_output_tokens > self.config.context_tokens:
             self.telemetry.skipped.labels("context_overflow").inc()
             return Unjudged("context_overflow")
-        reply = await self._request(task, messages, estimate, usage)
+        answer = await self._judge(task, messages, usage)
+        if isinstance(answer, Answer):
+            self.cache.put(key, answer)
+        return answer
+
+    async def _judge(
+        self, task: Task[T], messages: list[dict[str, str]], usage: Usage
+    ) -> Answer[T] | Unjudged:
+        """Ask, and on an answer that is not the asked-for JSON, ask once more to repair it."""
+        verdict = self._verdict(task, await self._request(task, messages, usage))
+        if not isinstance(verdict, _Invalid):
+            return self._counted(task, verdict, "ok")
+        self.telemetry.errors.labels(verdict.kind).inc()
+        repair = _repair_messages(messages, verdict)
+        verdict = self._verdict(task, await self._request(task, repair, usage))
+        if isinstance(verdict, _Invalid):
+            self._failed(task, "invalid", verdict.kind)
+            return Unjudged("invalid_verdict")
+        return self._counted(task, verdict, "repaired")
+
+    def _verdict(self, task: Task[T], reply: _Reply | Unjudged) -> Answer[T] | Unjudged | _Invalid:
         if isinstance(reply, Unjudged):
             return reply
         if reply.refused:
             self._failed(task, "refused", "refused")
             return Unjudged("refused")
         parsed = _parse(reply.content, task.schema)
-        outcome = "ok"
-        if isinstance(parsed, str):
-            self.telemetry.errors.labels(parsed.split(":")[0]).inc()
-            # One repair: show the model its answer and the problem, ask for the JSON only.
-            repair = [
-                *messages,
-                {"role": "assistant", "content": reply.content[:4000]},
-                {
-                    "role": "user",
-                    "content": prompts.load("repair").render(error=parsed.split(":", 1)[1]),
-                },
-            ]
-            estimate = sum(estimate_tokens(m["content"]) + MESSAGE_OVERHEAD for m in repair)
-            reply = await self._request(task, repair, estimate, usage)
-            if isinstance(reply, Unjudged):
-                return reply
-            if reply.refused:
-                self._failed(task, "refused", "refused")
-                return Unjudged("refused")
-            parsed = _parse(reply.content, task.schema)
-            if isinstance(parsed, str):
-                self._failed(task, "invalid", parsed.split(":")[0])
-                return Unjudged("invalid_verdict")
-            outcome = "repaired"
-        self.telemetry.calls.labels(task.metric, outcome).inc()
-        answer = Answer(parsed, reply.logprobs)
-        self.cache.put(key, answer)
-        return answer
+        return parsed if isinstance(parsed, _Invalid) else Answer(parsed, reply.logprobs)
+
+    def _counted(
+        self, task: Task[Any], verdict: Answer[T] | Unjudged, outcome: str
+    ) -> Answer[T] | Unjudged:
+        if isinstance(verdict, Answer):
+            self.telemetry.calls.labels(task.metric, outcome).inc()
+        return verdict
 
     def _failed(self, task: Task[Any], outcome: str, reason: str) -> None:
         self.telemetry.calls.labels(task.metric, outcome).inc()
@@ -196,14 +225,15 @@ class EndpointJudge:
         log.warning("judge answer unusable", extra={"metric": task.metric, "reason": reason})
 
     async def _request(
-        self, task: Task[Any], messages: list[dict[str, str]], estimate: int, usage: Usage
+        self, task: Task[Any], messages: list[dict[str, str]], usage: Usage
     ) -> _Reply | Unjudged:
+        estimate = _estimate(messages)
         reserve = estimate + self.config.max_output_tokens
         refused = self.budget.refuse(reserve)
         if refused is not None:
             self.telemetry.skipped.labels(refused).inc()
             return Unjudged(refused)
-        assert self._admission is not None and self._limiter is not None
+        assert self._admission is not None
         if self._admission.full():
             self.telemetry.skipped.labels("queue_full").inc()
             return Unjudged("queue_full")
@@ -222,89 +252,71 @@ class EndpointJudge:
             return body
         return self._read(task, body, estimate, entry, usage)
 
+    # -- one HTTP exchange ----------------------------------------------------------------------
+
     async def _post_with_retries(
         self, task: Task[Any], messages: list[dict[str, str]]
     ) -> dict[str, Any] | Unjudged:
-        assert self._client is not None and self._limiter is not None
-        want_logprobs = task.logprobs and self.config.top_logprobs > 0
-        headers = {"content-type": "application/json"}
-        if self._key:
-            headers["authorization"] = f"Bearer {self._key}"
-        url = f"{self.config.base_url}/chat/completions"
-        attempt = 0
-        last = "endpoint_error"
-        while True:
-            body: dict[str, Any] = {
-                "model": self.model,
-                "messages": messages,
-                "temperature": 0,
-                "max_tokens": self.config.max_output_tokens,
-            }
-            if self.json_mode:
-                body["response_format"] = {"type": "json_object"}
-            if want_logprobs:
-                body["logprobs"] = True
-                body["top_logprobs"] = self.config.top_logprobs
-            await self._limiter.wait()
-            delay: float | None = None
-            try:
-                response = await self._client.post(url, content=orjson.dumps(body), headers=headers)
-            except httpx.TimeoutException:
-                reason = last = "timeout"
-            except httpx.TransportError:
-                reason = last = "connection"
-            else:
-                status = response.status_code
-                if status == 200:
-                    try:
-                        parsed = orjson.loads(response.content)
-                    except orjson.JSONDecodeError:
-                        self.telemetry.errors.labels("invalid_json").inc()
-                        return Unjudged("bad_response")
-                    return parsed if isinstance(parsed, dict) else Unjudged("bad_response")
-                text = response.text[:2000].lower()
-                if status == 400 and "context" in text and ("length" in text or "window" in text):
-                    self.telemetry.errors.labels("context_overflow").inc()
-                    return Unjudged("context_overflow")
-                if (
-                    status == 400
-                    and self.json_mode
-                    and "response_format" in text
-                    and self.config.json_mode == "auto"
-                ):
-                    # An endpoint without JSON mode: ask in prose from now on (the prompt asks for
-                    # JSON anyway) instead of failing every call.
-                    self.json_mode = False
-                    log.info("judge endpoint rejects json mode; asking without it")
-                    continue
-                if status == 400 and want_logprobs and "logprobs" in text:
-                    want_logprobs = False
-                    continue
-                if status == 429:
-                    reason = last = "http_429"
-                    delay = retry_after(response)
-                elif status >= 500:
-                    reason = last = "http_5xx"
-                    delay = retry_after(response)
-                else:
-                    self.telemetry.errors.labels("http_4xx").inc()
-                    log.warning("judge request refused", extra={"status": status})
-                    return Unjudged("endpoint_error")
-            self.telemetry.errors.labels(reason).inc()
-            if attempt >= self.config.max_retries:
-                break
-            if delay is None:
-                delay = self.config.backoff_seconds * (2**attempt) * (0.5 + random.random() / 2)
-            if delay > self.config.max_backoff_seconds:
-                log.warning("judge retry-after too long", extra={"retry_after_s": round(delay)})
-                break
-            log.info("judge retry", extra={"reason": reason, "attempt": attempt + 1})
-            attempt += 1
-            await self.sleep(delay)
-        log.warning("judge request failed", extra={"metric": task.metric, "reason": last})
-        return Unjudged(
-            {"http_429": "rate_limited", "timeout": "timeout"}.get(last, "endpoint_error")
+        request = _Request(messages, logprobs=task.logprobs and self.config.top_logprobs > 0)
+        outcome = await retry(
+            lambda: self._attempt(request), self.backoff, log, "judge", self.sleep
         )
+        if not isinstance(outcome, Retryable):
+            return outcome
+        log.warning("judge request failed", extra={"metric": task.metric, "reason": outcome.reason})
+        return Unjudged(GIVE_UP_REASONS.get(outcome.reason, "endpoint_error"))
+
+    async def _attempt(self, request: _Request) -> dict[str, Any] | Unjudged | Retryable:
+        """One try; a feature the endpoint rejects is dropped and the request sent again at once."""
+        while True:
+            outcome = await self._post(request)
+            if isinstance(outcome, Unsupported):
+                self._drop(outcome, request)
+                continue
+            if isinstance(outcome, Retryable):
+                self.telemetry.errors.labels(outcome.reason).inc()
+            elif isinstance(outcome, Failed):
+                if outcome.error is not None:
+                    self.telemetry.errors.labels(outcome.error).inc()
+                return Unjudged(outcome.reason)
+            return outcome
+
+    async def _post(self, request: _Request) -> Exchange:
+        assert self._client is not None and self._limiter is not None
+        await self._limiter.wait()
+        try:
+            response = await self._client.post(
+                self._url, content=self._body(request), headers=self._headers
+            )
+        except httpx.TimeoutException:
+            return Retryable("timeout")
+        except httpx.TransportError:
+            return Retryable("connection")
+        optional_json_mode = self.json_mode and self.config.json_mode == "auto"
+        return classify_response(response, optional_json_mode, request.logprobs)
+
+    def _body(self, request: _Request) -> bytes:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": request.messages,
+            "temperature": 0,
+            "max_tokens": self.config.max_output_tokens,
+        }
+        if self.json_mode:
+            body["response_format"] = {"type": "json_object"}
+        if request.logprobs:
+            body["logprobs"] = True
+            body["top_logprobs"] = self.config.top_logprobs
+        return orjson.dumps(body)
+
+    def _drop(self, unsupported: Unsupported, request: _Request) -> None:
+        if unsupported.feature == "logprobs":
+            request.logprobs = False
+            return
+        # An endpoint without JSON mode: ask in prose from now on (the prompt asks for JSON
+        # anyway) instead of failing every call.
+        self.json_mode = False
+        log.info("judge endpoint rejects json mode; asking without it")
 
     def _read(
         self, task: Task[Any], body: dict[str, Any], estimate: int, entry: list[float], usage: Usage
@@ -335,7 +347,7 @@ class EndpointJudge:
 
 
 def _parse(content: str, schema: type[BaseModel]) -> Any:
-    """The validated answer, or "reason:detail" (detail names fields, never the answer text)."""
+    """The validated answer, or `_Invalid` saying what is wrong with it."""
     text = content.strip()
     if text.startswith("```"):
         # Models wrap JSON in a fence even when told not to; that is not worth a repair call.
@@ -343,11 +355,11 @@ def _parse(content: str, schema: type[BaseModel]) -> Any:
         text = text[text.find("{") :] if "{" in text else text
     start, end = text.find("{"), text.rfind("}")
     if start == -1 or end < start:
-        return "invalid_json:the answer contains no JSON object"
+        return _Invalid("invalid_json", "the answer contains no JSON object", content)
     try:
         data = orjson.loads(text[start : end + 1])
     except orjson.JSONDecodeError:
-        return "invalid_json:the answer is not valid JSON"
+        return _Invalid("invalid_json", "the answer is not valid JSON", content)
     try:
         return schema.model_validate(data)
     except ValidationError as exc:
@@ -355,7 +367,7 @@ def _parse(content: str, schema: type[BaseModel]) -> Any:
             f"{'.'.join(str(part) for part in error['loc']) or 'answer'}: {error['msg']}"
             for error in exc.errors()[:5]
         )
-        return f"schema:{problems}"
+        return _Invalid("schema", problems, content)
 
 
 def _logprobs(raw: Any) -> list[TokenLogprob] | None:

@@ -7,15 +7,20 @@ import asyncio
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
-
-from turnwatch.scorers.registry import ContractError
+from typing import TYPE_CHECKING
 
 from turnwatch import __version__, collector
 from turnwatch.app.demo.cli import add_demo_parser, run_demo
 from turnwatch.app.regressions import add_regressions_parser, run_regressions
-from turnwatch.app.settings import ConfigError, load_settings
+from turnwatch.app.settings import ConfigError, Settings, load_settings
 from turnwatch.logs import configure_logging
+from turnwatch.scorers.registry import ContractError
+
+if TYPE_CHECKING:
+    from turnwatch.app.roles import Role
+    from turnwatch.app.serve import Service
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -69,17 +74,10 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
 
 def _run_serve(args: argparse.Namespace) -> int:
     try:
-        settings = load_settings(args.config, _overrides(args))
+        settings = _with_kafka(load_settings(args.config, _overrides(args)), args.kafka)
     except ConfigError as exc:
         print(f"turnwatch: {exc}", file=sys.stderr)
         return 2
-    # --kafka, then the short variable the docs name (it beats TURNWATCH_BUS__KAFKA__BOOTSTRAP).
-    bootstrap = args.kafka or os.environ.get("TURNWATCH_KAFKA_BOOTSTRAP")
-    if bootstrap:
-        kafka = settings.bus.kafka.model_copy(update={"bootstrap": bootstrap})
-        settings = settings.model_copy(
-            update={"bus": settings.bus.model_copy(update={"kafka": kafka})}
-        )
     if args.role != "all" and not settings.bus.kafka.bootstrap:
         print(
             f"turnwatch: --role {args.role} needs Kafka: pass --kafka BOOTSTRAP or set "
@@ -88,18 +86,24 @@ def _run_serve(args: argparse.Namespace) -> int:
         )
         return 2
     configure_logging(settings.log.level)
-    from turnwatch.collector.deid.engine import ModelMissingError
-    from turnwatch.collector.deid.secret import SecretError
+    return _serve_until_signalled(settings, args.role)
 
-    from turnwatch.app.serve import serve
-    from turnwatch.bus.plugins import PluginError
-    from turnwatch.bus.spool import SpoolLocked
 
-    def announce(service) -> None:
+def _with_kafka(settings: Settings, flag: str | None) -> Settings:
+    """--kafka, then the short variable the docs name (it beats TURNWATCH_BUS__KAFKA__BOOTSTRAP)."""
+    bootstrap = flag or os.environ.get("TURNWATCH_KAFKA_BOOTSTRAP")
+    if not bootstrap:
+        return settings
+    kafka = settings.bus.kafka.model_copy(update={"bootstrap": bootstrap})
+    return settings.model_copy(update={"bus": settings.bus.model_copy(update={"kafka": kafka})})
+
+
+def _announcer(settings: Settings, role: str) -> Callable[[Service], None]:
+    def announce(service: Service) -> None:
         ports = service.ports
         ops = f"ops http://{settings.ops.host}:{ports.ops}/metrics"
-        if args.role in ("scorer", "exporter"):
-            print(f"turnwatch {__version__} ({args.role}): {ops}", flush=True)
+        if role in ("scorer", "exporter"):
+            print(f"turnwatch {__version__} ({role}): {ops}", flush=True)
             return
         print(
             f"turnwatch {__version__}: OTLP/HTTP {settings.otlp.host}:{ports.otlp_http}, "
@@ -107,22 +111,30 @@ def _run_serve(args: argparse.Namespace) -> int:
             flush=True,
         )
 
+    return announce
+
+
+def _serve_until_signalled(settings: Settings, role: Role) -> int:
+    """Run `serve` until SIGINT or SIGTERM; a start-up failure is a message, not a traceback."""
+    from turnwatch.app.serve import serve
+    from turnwatch.bus.plugins import PluginError
+    from turnwatch.bus.spool import SpoolLocked
+    from turnwatch.collector.deid.engine import ModelMissingError
+    from turnwatch.collector.deid.secret import SecretError
+
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
-        await serve(settings, stop, on_started=announce, role=args.role)
+        await serve(settings, stop, on_started=_announcer(settings, role), role=role)
 
     try:
         asyncio.run(main())
-    except (SecretError, ModelMissingError) as exc:
-        print(f"turnwatch: cannot start: {exc}", file=sys.stderr)
-        return 2
     except SpoolLocked as exc:
         print(f"turnwatch: cannot start: spool {exc} is used by another process", file=sys.stderr)
         return 2
-    except (PluginError, ContractError) as exc:
+    except (SecretError, ModelMissingError, PluginError, ContractError) as exc:
         print(f"turnwatch: cannot start: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

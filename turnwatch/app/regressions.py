@@ -198,11 +198,11 @@ def replay_from_environment(case: dict):  # -> ReplayResult (import kept lazy fo
     from pathlib import Path
 
     import pytest
+
+    from turnwatch.app.settings import load_settings
     from turnwatch.exporters.regressions.config import RegressionConfig
     from turnwatch.exporters.regressions.replay import ChatClient, replay_case
     from turnwatch.scorers.runner import Scorer
-
-    from turnwatch.app.settings import load_settings
 
     target = os.environ.get("TURNWATCH_REPLAY_TARGET")
     if not target:

@@ -19,6 +19,8 @@ from pydantic_settings import (
     SettingsConfigDict,
     SettingsError,
 )
+
+from turnwatch.bus.config import BusConfig
 from turnwatch.collector.config import (
     CollectorConfig,
     ConversationKeyConfig,
@@ -32,8 +34,6 @@ from turnwatch.collector.deid.config import DeidConfig
 from turnwatch.exporters.config import ExporterConfig
 from turnwatch.exporters.regressions.config import RegressionConfig
 from turnwatch.scorers.config import ScorerConfig
-
-from turnwatch.bus.config import BusConfig
 from turnwatch.section import Section
 
 
@@ -128,26 +128,7 @@ def load_settings(
     origin = "environment"
     if config_path is not None:
         origin = f"{config_path} and environment"
-        try:
-            loaded = yaml.safe_load(config_path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(f"cannot read config file {config_path}: {exc.strerror}") from exc
-        except UnicodeDecodeError as exc:
-            # A binary or mis-encoded file must stop start-up with a message, not a traceback.
-            raise ConfigError(
-                f"config file {config_path} is not UTF-8 text (byte {exc.start})"
-            ) from exc
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"config file {config_path} is not valid YAML: {exc}") from exc
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"config file {config_path} must hold a mapping at the top level")
-        # YAML allows keys such as `1:` or `true:`; they cannot be keyword arguments below.
-        for key in loaded:
-            if not isinstance(key, str):
-                raise ConfigError(f"config file {config_path}: {key!r}: not a field name")
-        data = loaded
+        data = _read_config_file(config_path)
     try:
         settings = Settings(**data)
     except ValidationError as exc:
@@ -155,8 +136,33 @@ def load_settings(
     except SettingsError as exc:
         # e.g. TURNWATCH_SESSIONS='{bad json': pydantic-settings names the field in its message.
         raise ConfigError(f"invalid configuration ({origin}): {exc}") from exc
-    if not overrides:
-        return settings
+    return _with_overrides(settings, overrides) if overrides else settings
+
+
+def _read_config_file(config_path: Path) -> dict[str, Any]:
+    try:
+        loaded = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {config_path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        # A binary or mis-encoded file must stop start-up with a message, not a traceback.
+        raise ConfigError(
+            f"config file {config_path} is not UTF-8 text (byte {exc.start})"
+        ) from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {config_path} is not valid YAML: {exc}") from exc
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"config file {config_path} must hold a mapping at the top level")
+    # YAML allows keys such as `1:` or `true:`; they cannot be keyword arguments below.
+    for key in loaded:
+        if not isinstance(key, str):
+            raise ConfigError(f"config file {config_path}: {key!r}: not a field name")
+    return loaded
+
+
+def _with_overrides(settings: Settings, overrides: dict[str, Any]) -> Settings:
     # Overrides are validated per section: validating a whole Settings again would re-read the
     # environment on top of them, and flags must beat environment variables.
     by_section: dict[str, dict[str, Any]] = {}
@@ -165,22 +171,30 @@ def load_settings(
         section, dot, name = dotted.partition(".")
         if dot:
             by_section.setdefault(section, {})[name] = value
-            continue
-        field = Settings.model_fields.get(dotted)
-        if field is None or isinstance(getattr(settings, dotted), Section):
-            raise ConfigError(f"invalid configuration (command line): {dotted}: not a setting")
-        try:
-            updates[dotted] = TypeAdapter(field.annotation).validate_python(value)
-        except ValidationError as exc:
-            message = _format_validation_error(exc, "command line", prefix=dotted)
-            raise ConfigError(message) from exc
+        else:
+            updates[dotted] = _top_level_override(settings, dotted, value)
     for section, values in by_section.items():
-        current = getattr(settings, section, None)
-        if not isinstance(current, Section):
-            raise ConfigError(f"invalid configuration (command line): {section}: not a section")
-        try:
-            updates[section] = type(current).model_validate({**current.model_dump(), **values})
-        except ValidationError as exc:
-            message = _format_validation_error(exc, "command line", prefix=f"{section}.")
-            raise ConfigError(message) from exc
+        updates[section] = _section_override(settings, section, values)
     return settings.model_copy(update=updates)
+
+
+def _top_level_override(settings: Settings, name: str, value: Any) -> Any:
+    field = Settings.model_fields.get(name)
+    if field is None or isinstance(getattr(settings, name), Section):
+        raise ConfigError(f"invalid configuration (command line): {name}: not a setting")
+    try:
+        return TypeAdapter(field.annotation).validate_python(value)
+    except ValidationError as exc:
+        message = _format_validation_error(exc, "command line", prefix=name)
+        raise ConfigError(message) from exc
+
+
+def _section_override(settings: Settings, section: str, values: dict[str, Any]) -> Section:
+    current = getattr(settings, section, None)
+    if not isinstance(current, Section):
+        raise ConfigError(f"invalid configuration (command line): {section}: not a section")
+    try:
+        return type(current).model_validate({**current.model_dump(), **values})
+    except ValidationError as exc:
+        message = _format_validation_error(exc, "command line", prefix=f"{section}.")
+        raise ConfigError(message) from exc

@@ -1,7 +1,7 @@
 """What the demo sees of the pipeline: every score record and incident, after the exporter.
 
-`ScoreObserver` is the `Plugins.observer` of the demo's `BackgroundService`: it runs on the
-service's event loop and keeps the latest revision of each session's score record. The demo's main
+`ScoreObserver` is a record tap the demo composes after its exporter: it runs on the service's
+event loop and keeps the latest revision of each session's score record. The demo's main
 thread waits on it (a condition variable) instead of polling files or metrics.
 """
 

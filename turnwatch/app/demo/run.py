@@ -20,16 +20,18 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TextIO
 
-from turnwatch.collector.sessionizer import session_id_for
-from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
-
+from turnwatch.app.collector_role import build_collector
+from turnwatch.app.context import ServiceContext
 from turnwatch.app.demo.chatbot import MODEL, SimulatedChatbot
 from turnwatch.app.demo.observer import ScoreObserver
 from turnwatch.app.demo.progress import Progress
 from turnwatch.app.demo.scripts import SCRIPTS, Script
 from turnwatch.app.demo.summary import ConversationResult, DemoReport, render
-from turnwatch.app.serve import BackgroundService, Plugins, Service
+from turnwatch.app.roles import Roles, build_exporter, build_scorer
+from turnwatch.app.serve import BackgroundService, Service
 from turnwatch.app.settings import Settings, load_settings
+from turnwatch.collector.sessionizer import session_id_for
+from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
 
 log = logging.getLogger("turnwatch.demo")
 
@@ -94,7 +96,7 @@ class DemoRun:
 
     def run(self, out: TextIO) -> int:
         self.progress.note("starting turnwatch (loading the de-identification model)")
-        background = BackgroundService(self.settings, plugins=Plugins(observer=self.observer))
+        background = BackgroundService(self.settings, self._compose)
         try:
             service = background.start(timeout=START_TIMEOUT_SECONDS)
         except RuntimeError as exc:
@@ -112,6 +114,13 @@ class DemoRun:
             self.progress.note("stopping turnwatch")
             background.stop()
 
+    def _compose(self, context: ServiceContext) -> Roles:
+        """All roles, as `turnwatch serve` runs them, with the observer tapping the exporter."""
+        return Roles(
+            collector=build_collector(context),
+            consumers=[build_scorer(context), build_exporter(context, tap=self.observer)],
+        )
+
     def _drive(self, service: Service, out: TextIO) -> int:
         host = _loopback(self.settings.otlp.host)
         ops_url = f"http://{_loopback(self.settings.ops.host)}:{service.ports.ops}"
@@ -121,7 +130,20 @@ class DemoRun:
         )
         started_at = datetime.now(UTC)
         clock = time.monotonic()
-        bot = SimulatedChatbot(f"http://{host}:{service.ports.otlp_http}")
+        missing = self._send_all(f"http://{host}:{service.ports.otlp_http}")
+        self._wait_for_bus(service)
+        report = self._report(started_at, time.monotonic() - clock, ops_url)
+        log.info("demo finished", extra=report.counts())
+        self.progress.done()
+        out.write(render(report))
+        out.flush()
+        if self.options.keep_serving:
+            self._serve_until_interrupted(service, ops_url)
+        return 0 if report.ok and not missing else 1
+
+    def _send_all(self, otlp_url: str) -> set[str]:
+        """Play every script, wave by wave; return the sessions not scored in time."""
+        bot = SimulatedChatbot(otlp_url)
         missing: set[str] = set()
         try:
             for wave in sorted({script.wave for script in SCRIPTS}):
@@ -129,23 +151,7 @@ class DemoRun:
                 missing |= self._send_wave(bot, scripts)
         finally:
             bot.close()
-        self._wait_for_bus(service)
-        report = self._report(started_at, time.monotonic() - clock, ops_url)
-        log.info(
-            "demo finished",
-            extra={
-                "conversations": len(report.results),
-                "scored": sum(result.score is not None for result in report.results),
-                "cases": len(report.cases),
-                "as_expected": report.ok,
-            },
-        )
-        self.progress.done()
-        out.write(render(report))
-        out.flush()
-        if self.options.keep_serving:
-            self._serve_until_interrupted(service, ops_url)
-        return 0 if report.ok and not missing else 1
+        return missing
 
     def _send_wave(self, bot: SimulatedChatbot, scripts: list[Script]) -> set[str]:
         for script in scripts:

@@ -84,6 +84,15 @@ class DemoReport:
     def ok(self) -> bool:
         return all(result.as_expected() for result in self.results)
 
+    def counts(self) -> dict[str, object]:
+        """What the demo logs when it finishes: counts only, never content."""
+        return {
+            "conversations": len(self.results),
+            "scored": sum(result.score is not None for result in self.results),
+            "cases": len(self.cases),
+            "as_expected": self.ok,
+        }
+
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
     cells = [[str(value) for value in row] for row in rows]
@@ -207,7 +216,19 @@ def render(report: DemoReport) -> str:
         "FINDINGS BY CHECK",
         *_findings_by_check(results),
         "",
+        *_judge_metrics(results),
+        "",
+        _critical_failures(results),
+        *_incidents(report),
+        "",
+        *_expectations(results),
+        "",
+        *_where_to_look(report),
     ]
+    return "\n".join(lines) + "\n"
+
+
+def _judge_metrics(results: list[ConversationResult]) -> list[str]:
     metric_lines, judges = _metrics(results)
     heuristic = "heuristic" in judges or not judges
     judge_note = (
@@ -215,45 +236,58 @@ def render(report: DemoReport) -> str:
         if heuristic
         else f"judge: {', '.join(sorted(judges))}"
     )
-    lines += [f"JUDGE METRICS ({judge_note})", *metric_lines, ""]
+    return [f"JUDGE METRICS ({judge_note})", *metric_lines]
+
+
+def _critical_failures(results: list[ConversationResult]) -> str:
     critical: Counter[str] = Counter(
         check for result in results for check in result.critical_checks()
     )
     critical_text = ", ".join(f"{check} {count}" for check, count in sorted(critical.items()))
     sessions_with_critical = sum(bool(result.critical_checks()) for result in results)
-    lines.append(
-        f"CRITICAL FAILURES: {sessions_with_critical} sessions"
-        + (f" ({critical_text})" if critical_text else "")
+    return f"CRITICAL FAILURES: {sessions_with_critical} sessions" + (
+        f" ({critical_text})" if critical_text else ""
     )
+
+
+def _incidents(report: DemoReport) -> list[str]:
     new = sum(
         datetime.fromisoformat(case["first_seen"]) >= report.started_at for case in report.cases
     )
-    cases_dir = (report.data_dir / "regressions").resolve()
-    lines += [
+    lines = [
         f"INCIDENTS: {report.incidents} flagged sessions -> {len(report.cases)} regression cases "
-        f"({new} new, {len(report.cases) - new} recurring) in {cases_dir}",
+        f"({new} new, {len(report.cases) - new} recurring) in {_cases_dir(report)}",
     ]
     if report.cases:
         lines += ["", *_table(("case", "check", "count"), _case_rows(report.cases))]
+    return lines
+
+
+def _expectations(results: list[ConversationResult]) -> list[str]:
     healthy = [result for result in results if result.script.healthy]
     failing = [result for result in results if not result.script.healthy]
-    lines += [
-        "",
+    return [
         f"EXPECTATIONS: healthy {sum(r.as_expected() for r in healthy)}/{len(healthy)} without "
         f"critical failures, failure slices {sum(r.as_expected() for r in failing)}/"
         f"{len(failing)} caught by their expected check",
-        "",
+    ]
+
+
+def _where_to_look(report: DemoReport) -> list[str]:
+    live = "" if report.serving else "   (live with --keep-serving)"
+    return [
         "WHERE TO LOOK",
-        f"  metrics        {report.ops_url}/metrics"
-        + ("" if report.serving else "   (live with --keep-serving)"),
-        f"  incidents API  {report.ops_url}/api/incidents"
-        + ("" if report.serving else "   (live with --keep-serving)"),
-        f"  incident files {cases_dir}/",
+        f"  metrics        {report.ops_url}/metrics" + live,
+        f"  incidents API  {report.ops_url}/api/incidents" + live,
+        f"  incident files {_cases_dir(report)}/",
         # --data-dir belongs to `regressions`, so it goes before the action.
         f"  list cases     turnwatch regressions --data-dir {report.data_dir} list",
         f"  one case       turnwatch regressions --data-dir {report.data_dir} show <case>",
     ]
-    return "\n".join(lines) + "\n"
+
+
+def _cases_dir(report: DemoReport) -> Path:
+    return (report.data_dir / "regressions").resolve()
 
 
 def _case_rows(cases: list[Record]) -> list[tuple[object, ...]]:

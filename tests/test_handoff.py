@@ -1,0 +1,128 @@
+"""The handoff stage on its own: bounded, in order, and every session it loses counted by reason."""
+
+from __future__ import annotations
+
+import asyncio
+
+from prometheus_client import CollectorRegistry
+from turnwatch.collector.config import HandoffConfig
+from turnwatch.collector.handoff import Handoff
+from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.collector.pipeline import PendingSession, SessionBuilder
+
+from tests.conftest import CapturingSink, make_settings
+from tests.stages import assembling_pipeline
+from tests.test_sessionizer import exchange
+from turnwatch.schema import Session
+
+SETTINGS = make_settings()
+
+
+def closed_sessions(count: int) -> list[PendingSession]:
+    """`count` real closed, sampled sessions, as the pipeline offers them."""
+    pipeline, built = assembling_pipeline(SETTINGS.collector, CollectorMetrics(CollectorRegistry()))
+    for number in range(count):
+        assert pipeline.accept_spans([exchange(f"conv-{number}", f"{number + 1:032x}", 0)]) == 0
+    pipeline.close_all()
+    assert len(built.pending) == count
+    return built.pending
+
+
+class Harness:
+    def __init__(self, next_stage: CapturingSink, queue_size: int = 10, **build_faults) -> None:
+        self.registry = CollectorRegistry()
+        metrics = CollectorMetrics(self.registry)
+        builder = SessionBuilder(SETTINGS.collector.service_fallback, metrics)
+        self.handoff = Handoff(
+            HandoffConfig(queue_size=queue_size, high_watermark=0.5),
+            metrics,
+            FailingBuild(builder, **build_faults),
+            next_stage,
+        )
+
+    def dropped(self, reason: str) -> float:
+        labels = {"reason": reason}
+        return self.registry.get_sample_value("turnwatch_handoff_dropped_total", labels) or 0.0
+
+    def delivered(self) -> float:
+        return self.registry.get_sample_value("turnwatch_handoff_delivered_total") or 0.0
+
+    async def run_until_drained(self) -> None:
+        task = asyncio.create_task(self.handoff.run())
+        await self.handoff.drain()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+class FailingBuild:
+    """The real builder, except for the session ids it is told to fail on."""
+
+    def __init__(self, builder: SessionBuilder, fail_on: frozenset[str] = frozenset()) -> None:
+        self.builder = builder
+        self.fail_on = fail_on
+
+    def __call__(self, pending: PendingSession) -> Session:
+        if pending.closed.state.session_id in self.fail_on:
+            raise ValueError("assembler bug")
+        return self.builder(pending)
+
+
+class RefusingSink(CapturingSink):
+    def __init__(self, refuse: str) -> None:
+        super().__init__()
+        self.refuse = refuse
+
+    async def deliver(self, session: Session) -> None:
+        if session.session_id == self.refuse:
+            raise RuntimeError("next stage down")
+        await super().deliver(session)
+
+
+async def test_sessions_are_delivered_in_order_and_counted():
+    pending = closed_sessions(3)
+    sink = CapturingSink()
+    harness = Harness(sink)
+    for item in pending:
+        harness.handoff.offer(item)
+    await harness.run_until_drained()
+    assert [s.session_id for s in sink.sessions] == [p.closed.state.session_id for p in pending]
+    assert harness.delivered() == 3
+
+
+async def test_a_full_queue_drops_the_newest_and_overload_starts_at_the_watermark():
+    pending = closed_sessions(5)
+    sink = CapturingSink()
+    harness = Harness(sink, queue_size=4)
+    harness.handoff.offer(pending[0])
+    assert not harness.handoff.overloaded()
+    harness.handoff.offer(pending[1])
+    assert harness.handoff.overloaded()  # 2 of 4 is the 0.5 watermark
+    for item in pending[2:]:
+        harness.handoff.offer(item)
+    assert harness.dropped("queue_full") == 1
+    await harness.run_until_drained()
+    assert [s.session_id for s in sink.sessions] == [p.closed.state.session_id for p in pending[:4]]
+
+
+async def test_an_assembly_or_delivery_failure_costs_that_session_only():
+    first, second, third = closed_sessions(3)
+    sink = RefusingSink(refuse=third.closed.state.session_id)
+    harness = Harness(sink, fail_on=frozenset({first.closed.state.session_id}))
+    for item in (first, second, third):
+        harness.handoff.offer(item)
+    await harness.run_until_drained()
+    assert [s.session_id for s in sink.sessions] == [second.closed.state.session_id]
+    assert harness.dropped("assembly_error") == 1
+    assert harness.dropped("sink_error") == 1
+    assert harness.delivered() == 1
+
+
+async def test_sessions_still_queued_when_a_drain_runs_out_are_counted_lost():
+    pending = closed_sessions(3)
+    harness = Harness(CapturingSink())
+    for item in pending:
+        harness.handoff.offer(item)
+    # Nothing runs the queue: one session would be in delivery, the other two behind it.
+    harness.handoff.queue.get_nowait()
+    assert harness.handoff.count_lost() == 3
+    assert harness.dropped("shutdown") == 3

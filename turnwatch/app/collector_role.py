@@ -1,0 +1,141 @@
+"""The collector role: OTLP receivers -> pipeline -> handoff -> de-identification -> the bus.
+
+`build_collector` is how `turnwatch serve` composes it, always with de-identification in front of
+the output. `CollectorRole` itself takes whatever next stage it is given: a test that wants the raw
+sessions composes one in front of a capturing stage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from turnwatch.app.context import ServiceContext
+from turnwatch.app.http import Ports, Server, bind, http_server
+from turnwatch.bus.base import Bus
+from turnwatch.bus.records import SESSIONS, RecordTooLarge
+from turnwatch.collector.handoff import Handoff
+from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.collector.otlp_grpc import create_grpc_server
+from turnwatch.collector.otlp_http import create_otlp_app
+from turnwatch.collector.pipeline import (
+    CollectorPipeline,
+    LoggingSink,
+    SessionBuilder,
+    SessionSink,
+)
+from turnwatch.collector.receiver import Receiver
+from turnwatch.exporters.ops import ReadinessCheck
+from turnwatch.schema import Session
+
+log = logging.getLogger("turnwatch.serve")
+
+DRAIN_TIMEOUT_SECONDS = 10.0
+
+
+class BusSink:
+    """The collector's last stage: de-identified sessions onto `turnwatch.sessions`."""
+
+    def __init__(self, bus: Bus) -> None:
+        self.bus = bus
+        self._log = LoggingSink()
+
+    async def deliver(self, session: Session) -> None:
+        try:
+            await self.bus.publish(SESSIONS, session.session_id, session)
+        except RecordTooLarge:
+            return  # counted as rejected by the bus
+        await self._log.deliver(session)
+
+
+class CollectorRole:
+    """The receivers, the pipeline and its handoff in front of `next_stage`."""
+
+    def __init__(
+        self,
+        context: ServiceContext,
+        next_stage: SessionSink,
+        close: Callable[[], None] | None = None,
+    ) -> None:
+        config = context.settings.collector
+        metrics = CollectorMetrics(context.registry)
+        build = SessionBuilder(config.service_fallback, metrics)
+        self.handoff = Handoff(config.handoff, metrics, build, next_stage)
+        self.pipeline = CollectorPipeline(config, metrics, self.handoff)
+        self.otlp = context.settings.otlp
+        self._close = close
+        self._server: Server | None = None
+        self._grpc_server: object | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def readiness(self) -> dict[str, ReadinessCheck]:
+        overloaded = self.pipeline.overloaded
+        return {"pipeline": lambda: "handoff queue saturated" if overloaded() else None}
+
+    @property
+    def started(self) -> bool:
+        return self._server is not None and bool(self._server.started)
+
+    async def start(self, ports: Ports) -> None:
+        receiver = Receiver(self.otlp, self.pipeline, self.pipeline.metrics)
+        sock = bind(self.otlp.host, self.otlp.http_port)
+        ports.otlp_http = sock.getsockname()[1]
+        self._server = http_server(create_otlp_app(receiver))
+        if self.otlp.grpc_enabled:
+            grpc_server, ports.otlp_grpc = create_grpc_server(
+                receiver, self.otlp.host, self.otlp.grpc_port
+            )
+            await grpc_server.start()
+            self._grpc_server = grpc_server
+        self._tasks = [
+            asyncio.create_task(self._server.serve(sockets=[sock]), name="otlp-http"),
+            asyncio.create_task(self.pipeline.run_sweeper(), name="sweeper"),
+            asyncio.create_task(self.handoff.run(), name="handoff"),
+        ]
+
+    async def stop(self) -> None:
+        """Stop receiving, close every open session and wait for the next stage to take them."""
+        if self._grpc_server is not None:
+            await self._grpc_server.stop(grace=2)  # type: ignore[attr-defined]
+        if self._server is not None:
+            self._server.should_exit = True
+            await self._tasks[0]
+        self.pipeline.close_all()
+        await self._drain()
+        for task in self._tasks[1:]:
+            task.cancel()
+        await asyncio.gather(*self._tasks[1:], return_exceptions=True)
+
+    async def _drain(self) -> None:
+        # Not wait_for: drain() swallows its own cancellation, so wait_for would return as if
+        # it had finished and a timed-out drain would go unreported.
+        drain = asyncio.create_task(self.handoff.drain(), name="drain")
+        finished, _ = await asyncio.wait({drain}, timeout=DRAIN_TIMEOUT_SECONDS)
+        if not finished:
+            lost = self.handoff.count_lost()
+            log.error("drain timed out; sessions lost at shutdown", extra={"lost_sessions": lost})
+            drain.cancel()
+            await asyncio.gather(drain, return_exceptions=True)
+
+    def close(self) -> None:
+        if self._close is not None:
+            self._close()
+
+
+def build_collector(context: ServiceContext, output: SessionSink | None = None) -> CollectorRole:
+    """The collector as `turnwatch serve` runs it: de-identification in front of `output`
+    (default: the bus). Fails here, before a port is bound, on a missing key (production) or
+    spaCy model."""
+    # Imported here: Presidio and spaCy take seconds to load, and only collectors need them.
+    from turnwatch.collector.deid.stage import build_deidentifying_sink
+
+    settings = context.settings
+    deidentifying = build_deidentifying_sink(
+        settings.deid,
+        settings.mode,
+        settings.data_dir,
+        context.registry,
+        output or BusSink(context.bus()),
+    )
+    return CollectorRole(context, deidentifying, close=deidentifying.close)

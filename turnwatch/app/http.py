@@ -1,0 +1,43 @@
+"""The HTTP servers a role runs (OTLP/HTTP, ops): uvicorn on sockets turnwatch binds itself."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from dataclasses import dataclass
+
+import uvicorn
+
+
+@dataclass
+class Ports:
+    """The bound ports (the asked-for ones, or what the system picked for 0)."""
+
+    otlp_http: int = 0
+    otlp_grpc: int = 0
+    ops: int = 0
+
+
+class Server(uvicorn.Server):
+    """uvicorn without its own signal handling: turnwatch owns shutdown for all its servers."""
+
+    @contextlib.contextmanager
+    def capture_signals(self):
+        yield
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.setblocking(False)
+    return sock
+
+
+def http_server(app) -> Server:
+    config = uvicorn.Config(
+        app, log_config=None, access_log=False, lifespan="off", timeout_graceful_shutdown=5
+    )
+    return Server(config)
