@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry
 from tests.conftest import make_settings
 from tests.kafka_broker import with_bus
 from tests.otlp_requests import PROTOBUF, chat_span, encode, metric_value, trace_request
+from tests.waiting import eventually
 from turnwatch.app.serve import BackgroundService, Plugins
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.spool import DiskSpool, FifoFull, Item
@@ -30,18 +31,22 @@ class GatedScorer:
         if open_gate:
             self.gate.set()
         self.seen: list[tuple[str, int]] = []
+        self.conversations: list[str] = []
 
     async def __call__(self, session: Session) -> list:
         while not self.gate.is_set():
             await asyncio.sleep(0.01)
         self.seen.append((session.session_id, session.revision))
+        self.conversations.append(session.conversation_key)
         return []
 
     def wait_for(self, count: int, timeout: float = 15.0) -> None:
-        deadline = time.monotonic() + timeout
-        while len(set(self.seen)) < count:
-            assert time.monotonic() < deadline, f"{len(set(self.seen))} of {count} sessions"
-            time.sleep(0.02)
+        eventually(
+            lambda: len(set(self.seen)),
+            lambda seen: seen >= count,
+            timeout=timeout,
+            what=f"{count} distinct sessions",
+        )
 
 
 def post_session(base: str, conversation: str, end: bool = True) -> httpx.Response:
@@ -117,10 +122,12 @@ def test_restart_with_the_spool_loses_no_closed_session(tmp_path):
             assert post_session(base, f"spooled-{number}").status_code == 200
         # Still open at shutdown: closed by the drain, and it must survive too.
         assert post_session(base, "open-at-shutdown", end=False).status_code == 200
-        deadline = time.monotonic() + 10
-        while metric_value(ops, "turnwatch_bus_queue_depth", topic="turnwatch.sessions") < 6:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        eventually(
+            lambda: metric_value(ops, "turnwatch_bus_queue_depth", topic="turnwatch.sessions"),
+            lambda depth: depth >= 6,
+            timeout=10,
+            what="six sessions queued on the bus",
+        )
     finally:
         background.stop()  # the scorer is stuck on the first session: nothing was processed
     assert first.seen == []
@@ -138,8 +145,10 @@ def test_restart_with_the_spool_loses_no_closed_session(tmp_path):
     third = GatedScorer(open_gate=True)
     background, base, ops = start(settings, third)
     try:
-        time.sleep(0.3)
-        assert third.seen == []  # acknowledged records are not delivered again
+        # The spool is first in, first out: a record delivered again would come before this one.
+        assert post_session(base, "after-restart").status_code == 200
+        eventually(lambda: third.conversations, lambda seen: "after-restart" in seen)
+        assert third.conversations == ["after-restart"]  # acknowledged records are not redelivered
     finally:
         background.stop()
 

@@ -6,12 +6,11 @@ role runs the same handler on records read from Kafka.
 
 from __future__ import annotations
 
-import time
-
 import httpx
 
 from tests.conftest import make_settings
 from tests.otlp_requests import PROTOBUF, chat_span, encode, metric_value, trace_request
+from tests.waiting import eventually
 from turnwatch.app.serve import BackgroundService
 
 
@@ -29,10 +28,12 @@ def test_scores_from_the_bus_reach_metrics_once_per_revision():
                 headers={"Content-Type": PROTOBUF},
             )
             assert answer.status_code == 200
-        deadline = time.monotonic() + 30
-        while metric_value(ops, "turnwatch_sessions_scored_total", service="support-bot") < 3:
-            assert time.monotonic() < deadline, "scores did not reach /metrics"
-            time.sleep(0.1)
+        eventually(
+            lambda: metric_value(ops, "turnwatch_sessions_scored_total", service="support-bot"),
+            lambda scored: scored >= 3,
+            timeout=30,
+            what="three scores on /metrics",
+        )
         assert metric_value(ops, "turnwatch_exporter_records_total", outcome="exported") == 3
         joint = sum(
             metric_value(ops, "turnwatch_joint_success_total", service="support-bot", outcome=o)

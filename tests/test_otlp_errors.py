@@ -31,7 +31,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
-from tests.conftest import CapturingSink, Running, make_settings, start_service
+from tests.conftest import CapturingSink, Running, make_settings, settled, start_service
 from tests.otlp_requests import (
     JSON,
     PROTOBUF,
@@ -45,6 +45,7 @@ from tests.otlp_requests import (
     otlp_json,
     trace_request,
 )
+from tests.waiting import eventually
 from turnwatch.app.serve import BackgroundService
 from turnwatch.schema import Session
 
@@ -82,16 +83,6 @@ def authed() -> Iterator[Running]:
 
 def conversation() -> str:
     return f"conv-{uuid.uuid4().hex[:12]}"
-
-
-def wait_for_key(sink: CapturingSink, key: str, timeout: float = 10.0) -> Session:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for session in list(sink.sessions):
-            if session.conversation_key == key:
-                return session
-        time.sleep(0.02)
-    raise AssertionError(f"no session for {key} within {timeout}s")
 
 
 def post(
@@ -164,6 +155,7 @@ def test_partial_success_rejects_bad_spans_and_keeps_the_good_ones(server, media
         reason: metric_value(server.ops_url, ITEMS_REJECTED, signal="traces", reason=reason)
         for reason in ("invalid_id", "missing_id", "attribute_too_large", "attribute_too_deep")
     }
+    sessions_before = settled(server)
 
     response = post(server, encode(trace_request(spans), media_type), media_type)
 
@@ -184,14 +176,17 @@ def test_partial_success_rejects_bad_spans_and_keeps_the_good_ones(server, media
         after = metric_value(server.ops_url, ITEMS_REJECTED, signal="traces", reason=reason)
         assert after == value + 1, reason
 
-    session = wait_for_key(server.sink, good)
+    session = server.sink.session_for(good)
     assert [turn.text for turn in session.turns] == [
         "question 0",
         "answer 0",
         "question 5",
         "answer 5",
     ]
-    time.sleep(0.7)  # past the idle timeout: the rejected spans would have closed a session too
+    # Nothing left open or on its way, and one session more: the rejected spans opened none.
+    sessions_after = settled(server)
+    assert sessions_after.closed - sessions_before.closed == 1
+    assert sessions_after.delivered - sessions_before.delivered == 1
     assert all(s.conversation_key != bad for s in server.sink.sessions)
 
 
@@ -290,7 +285,7 @@ def test_compressed_bodies_are_accepted_and_ingested(server, encoding, compress,
         server, compress(valid_body(key, media_type)), media_type, content_encoding=encoding
     )
     assert response.status_code == 200, response.content
-    session = wait_for_key(server.sink, key)
+    session = server.sink.session_for(key)
     assert [turn.text for turn in session.turns] == ["question 0", "answer 0"]
 
 
@@ -299,8 +294,8 @@ def test_multi_member_gzip_is_inflated_whole(server):
     first, second = conversation(), conversation()
     body = gzip.compress(valid_body(first)) + gzip.compress(valid_body(second))
     assert post(server, body, content_encoding="gzip").status_code == 200
-    assert wait_for_key(server.sink, first).turns
-    assert wait_for_key(server.sink, second).turns
+    assert server.sink.session_for(first).turns
+    assert server.sink.session_for(second).turns
     trailing = gzip.compress(valid_body(conversation())) + b"trailing junk"
     assert post(server, trailing, content_encoding="gzip").status_code == 400
 
@@ -443,7 +438,7 @@ def test_bearer_token_is_required_and_never_echoed_or_logged(authed, caplog):
     key = conversation()
     accepted = post(authed, valid_body(key), authorization=f"Bearer {TOKEN}")
     assert accepted.status_code == 200
-    assert wait_for_key(authed.sink, key).turns
+    assert authed.sink.session_for(key).turns
     # The auth scheme is case-insensitive (RFC 9110 section 11.1).
     assert post(authed, b"{}", JSON, authorization=f"bearer {TOKEN}").status_code == 200
 
@@ -494,7 +489,7 @@ def test_hostile_json_never_gets_a_500(server, index):
     assert response.status_code in (200, 400), response.content
     key = conversation()
     assert post(server, valid_body(key)).status_code == 200
-    assert wait_for_key(server.sink, key).turns  # the pipeline (and its sweeper) still works
+    assert server.sink.session_for(key).turns  # the pipeline (and its sweeper) still works
 
 
 @pytest.mark.parametrize("depth", [17, 90, 200, 2000])
@@ -532,13 +527,19 @@ def saturated() -> Iterator[Running]:
     running = Running(background, background.start(), sink)
     try:
         assert httpx.get(f"{running.ops_url}/readyz").status_code == 200
-        for _ in range(2):  # the first is taken by the stalled sink, the second waits in the queue
+        for sent in (1, 2):  # the first is taken by the stalled sink, the second waits in the queue
             assert post(running, valid_body(conversation())).status_code == 200
-            time.sleep(0.7)  # idle timeout closes it
-        deadline = time.monotonic() + 10
-        while httpx.get(f"{running.ops_url}/readyz").status_code != 503:
-            assert time.monotonic() < deadline, "handoff queue never saturated"
-            time.sleep(0.05)
+            eventually(  # closed by the idle timeout
+                lambda: metric_value(running.ops_url, "turnwatch_sessions_closed_total"),
+                lambda closed, sent=sent: closed == sent,
+                what=f"session {sent} to close",
+            )
+        eventually(
+            lambda: httpx.get(f"{running.ops_url}/readyz").status_code,
+            lambda status: status == 503,
+            timeout=10,
+            what="the handoff queue to saturate",
+        )
         yield running
     finally:
         sink.release.set()
@@ -560,12 +561,14 @@ def test_overload_is_503_with_a_short_retry_after_then_recovers(saturated):
     saturated.sink.release.set()
     saturated.sink.wait_for(2)
     key = conversation()
-    deadline = time.monotonic() + 10
-    while (response := post(saturated, valid_body(key))).status_code == 503:
-        assert time.monotonic() < deadline, "still overloaded after the sink was released"
-        time.sleep(0.05)
+    response = eventually(
+        lambda: post(saturated, valid_body(key)),
+        lambda answer: answer.status_code != 503,
+        timeout=10,
+        what="the receiver to accept again after the sink was released",
+    )
     assert response.status_code == 200
-    assert wait_for_key(saturated.sink, key).turns
+    assert saturated.sink.session_for(key).turns
 
 
 def test_overload_is_unavailable_over_grpc(saturated):
@@ -606,7 +609,7 @@ def test_grpc_wrong_or_missing_token_is_unauthenticated(authed, caplog):
             timeout=10,
         )
         assert not response.HasField("partial_success")
-    assert wait_for_key(authed.sink, key).turns
+    assert authed.sink.session_for(key).turns
     assert rejected(authed, "unauthorized", "grpc") == before + 3
     assert TOKEN not in caplog.text
 
@@ -625,7 +628,7 @@ def test_grpc_message_past_the_cap_is_resource_exhausted(server):
         assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         key = conversation()
         stub.Export(trace_request([chat_span(key)]), timeout=10, compression=grpc.Compression.Gzip)
-    assert wait_for_key(server.sink, key).turns
+    assert server.sink.session_for(key).turns
 
 
 def test_grpc_partial_success(server):
@@ -642,7 +645,7 @@ def test_grpc_partial_success(server):
     assert response.partial_success.rejected_spans == 2
     assert "invalid_id" in response.partial_success.error_message
     assert "attribute_too_large" in response.partial_success.error_message
-    assert [t.text for t in wait_for_key(server.sink, good).turns] == ["question 0", "answer 0"]
+    assert [t.text for t in server.sink.session_for(good).turns] == ["question 0", "answer 0"]
 
     with grpc.insecure_channel(server.grpc_endpoint) as channel:
         logs = LogsServiceStub(channel).Export(

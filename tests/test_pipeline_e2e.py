@@ -5,7 +5,6 @@ that the incidents API serves."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import httpx
@@ -14,6 +13,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from tests.conftest import make_settings
 from tests.otel_chatbot import Exchange, provider_with, run_conversation
+from tests.waiting import eventually
 from turnwatch.app.serve import BackgroundService
 
 CONTRACTS = Path(__file__).resolve().parent.parent / "deploy" / "contracts"
@@ -30,13 +30,13 @@ UNAPPROVED_REFUND = [
 
 
 def _wait_for_case(directory: Path, timeout: float = 60) -> Path:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        cases = sorted(directory.glob("*.json")) if directory.exists() else []
-        if cases:
-            return cases[0]
-        time.sleep(0.2)
-    raise AssertionError(f"no regression case in {directory} within {timeout}s")
+    [case] = eventually(
+        lambda: sorted(directory.glob("*.json")) if directory.exists() else [],
+        timeout=timeout,
+        interval=0.2,
+        what=f"a regression case in {directory}",
+    )
+    return case
 
 
 def test_unapproved_refund_becomes_a_deidentified_regression_case(tmp_path):

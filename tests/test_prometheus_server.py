@@ -4,9 +4,7 @@ loads turnwatch's rule files, and answers queries for the series turnwatch expor
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,14 +14,10 @@ import yaml
 from turnwatch.exporters.score_exporter import ScoreExporter
 
 from tests.conftest import Running, make_settings, start_service
+from tests.kafka_broker import free_port
 from tests.test_exporter import score_record
 from tests.test_prometheus_rules import RULE_FILES
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.waiting import eventually
 
 
 @pytest.fixture
@@ -61,23 +55,18 @@ def prometheus(tmp_path: Path, turnwatch: Running) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: httpx.get(f"{url}/-/ready", timeout=2).status_code == 200, 30)
+        eventually(
+            lambda: httpx.get(f"{url}/-/ready", timeout=2).status_code,
+            lambda status: status == 200,
+            timeout=30,
+            interval=0.25,
+            what="Prometheus to be ready",
+            ignoring=httpx.TransportError,
+        )
         yield url
     finally:
         process.terminate()
         process.wait(timeout=20)
-
-
-def wait_for(condition, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if condition():
-                return
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.25)
 
 
 def query(url: str, expression: str) -> list[dict]:
@@ -91,7 +80,12 @@ def test_prometheus_scrapes_turnwatch_and_loads_its_rules(turnwatch: Running, pr
     for number in range(5):
         record = score_record(f"s-{number}", scores={"relevancy": 0.7}, critical="forbidden")
         exporter.observe(record)
-    wait_for(lambda: query(prometheus, 'turnwatch_sessions_scored_total{job="turnwatch"}'), 30)
+    eventually(
+        lambda: query(prometheus, 'turnwatch_sessions_scored_total{job="turnwatch"}'),
+        timeout=30,
+        interval=0.25,
+        what="the first scrape with scores",
+    )
 
     assert query(prometheus, 'up{job="turnwatch"}')[0]["value"][1] == "1"
     scored = query(prometheus, "turnwatch_sessions_scored_total")[0]
@@ -110,15 +104,22 @@ def test_prometheus_scrapes_turnwatch_and_loads_its_rules(turnwatch: Running, pr
     assert {"turnwatch_session_score_bucket", "turnwatch_joint_success_total"} <= turnwatch_names
 
     # Every rule group loaded and evaluates without error against real series.
-    def rules_healthy() -> bool:
+    def rules() -> list[dict]:
         groups = httpx.get(f"{prometheus}/api/v1/rules", timeout=5).json()["data"]["groups"]
-        rules = [rule for group in groups for rule in group["rules"]]
-        return len(rules) == 27 and all(
+        return [rule for group in groups for rule in group["rules"]]
+
+    def healthy(loaded: list[dict]) -> bool:
+        return len(loaded) == 27 and all(
             rule["health"] == "ok" and rule.get("lastEvaluation", "").startswith("2")
-            for rule in rules
+            for rule in loaded
         )
 
-    wait_for(rules_healthy, 30)
-    ratio = query(prometheus, "service:turnwatch_critical_failure_sessions:ratio_rate15m")
-    # Recording rules ran (the rate needs two scrapes; the series exists once they have).
-    assert ratio == [] or ratio[0]["metric"]["service"] == "support-bot"
+    eventually(rules, healthy, timeout=30, interval=0.25, what="27 rules evaluated healthy")
+    # Recording rules ran: the rate needs two scrapes, and the series exists once they have.
+    [ratio] = eventually(
+        lambda: query(prometheus, "service:turnwatch_critical_failure_sessions:ratio_rate15m"),
+        timeout=30,
+        interval=0.25,
+        what="the recording rule's first series",
+    )
+    assert ratio["metric"]["service"] == "support-bot"
