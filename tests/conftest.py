@@ -80,16 +80,16 @@ class Settled:
     dropped: float
 
 
-def settled(running: Running, timeout: float = 10.0) -> Settled:
-    """Wait until the collector holds nothing: no session open, every closed one decided and
-    every sampled one handed to the next stage (delivered or dropped, both counted).
+def settled(ops_url: str, timeout: float = 10.0) -> Settled:
+    """Wait until the collector behind `ops_url` holds nothing: no session open, every closed one
+    decided and every sampled one handed to the next stage (delivered or dropped, both counted).
 
     Without new spans nothing more can reach the sink from then on, so a test can assert exactly
     what did, where a fixed sleep could only hope that whatever was coming had come."""
 
     def counts() -> dict[str, float]:
         totals: dict[str, float] = defaultdict(float)
-        text = httpx.get(f"{running.ops_url}/metrics", timeout=10).text
+        text = httpx.get(f"{ops_url}/metrics", timeout=10).text
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
                 name = sample.name

@@ -459,7 +459,7 @@ def test_key_only_on_root_spans_exported_after_the_chat_spans(running):
     assert len(session.trace_ids) == 2
     assert not session.incomplete, session.incomplete_reasons
     # No trace-keyed leftover session with part of the content: one closed, one delivered.
-    assert settled(running) == Settled(closed=1, delivered=1, dropped=0)
+    assert settled(running.ops_url) == Settled(closed=1, delivered=1, dropped=0)
     assert [s.conversation_key for s in running.sink.sessions] == ["sess-partial-61"]
 
 

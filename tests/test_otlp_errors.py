@@ -155,7 +155,7 @@ def test_partial_success_rejects_bad_spans_and_keeps_the_good_ones(server, media
         reason: metric_value(server.ops_url, ITEMS_REJECTED, signal="traces", reason=reason)
         for reason in ("invalid_id", "missing_id", "attribute_too_large", "attribute_too_deep")
     }
-    sessions_before = settled(server)
+    sessions_before = settled(server.ops_url)
 
     response = post(server, encode(trace_request(spans), media_type), media_type)
 
@@ -184,7 +184,7 @@ def test_partial_success_rejects_bad_spans_and_keeps_the_good_ones(server, media
         "answer 5",
     ]
     # Nothing left open or on its way, and one session more: the rejected spans opened none.
-    sessions_after = settled(server)
+    sessions_after = settled(server.ops_url)
     assert sessions_after.closed - sessions_before.closed == 1
     assert sessions_after.delivered - sessions_before.delivered == 1
     assert all(s.conversation_key != bad for s in server.sink.sessions)
