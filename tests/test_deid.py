@@ -196,6 +196,9 @@ def test_spacy_vocabulary_does_not_grow_with_traffic(deidentifier):
     for n in range(1, 30):
         deidentifier.deidentify(novel_session(n))
     assert len(nlp.vocab.strings) == before
+    # Control: the same kind of text through spaCy outside a memory zone does grow it.
+    nlp(novel_session(30).turns[0].text)
+    assert len(nlp.vocab.strings) > before
 
 
 def test_allow_deny_lists_and_custom_patterns():
@@ -427,3 +430,7 @@ def test_deidentifying_a_corpus_opens_no_outbound_socket(monkeypatch, corpus):
         dumped = engine.deidentify(labelled.session).session.model_dump_json()
         assert not [p for p in labelled.pii if p.value in dumped]
     assert attempts == []
+    # Control: the guard does see an outbound connection when one is tried.
+    with pytest.raises(OSError):
+        socket.create_connection(("192.0.2.1", 80), timeout=1)
+    assert attempts == ["192.0.2.1"]

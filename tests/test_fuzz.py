@@ -599,15 +599,44 @@ def _span_with(attributes: dict[str, Any]) -> SpanView:
     )
 
 
-def test_flattened_index_with_a_unicode_digit_is_skipped_not_raised():
-    attributes = {"llm.input_messages.².message.role": "user", "llm.input_messages.0.x": "y"}
+def _decoded(attributes: dict[str, Any]) -> list[tuple[str, list[tuple[str, str | None]]]]:
+    """What every span decoder makes of a span: (dialect, messages) for each that recognises it."""
+    found = []
     for decoder in _pipeline().span_decoders:
-        decoder.decode(_span_with(attributes))
+        observation = decoder.decode(_span_with(attributes))
+        if observation is not None:
+            observation.materialize()
+            messages = [(message.role, message.text) for message in observation.inputs]
+            found.append((observation.dialect, messages))
+    return found
+
+
+def test_flattened_index_with_a_unicode_digit_is_skipped_not_raised():
+    hostile = {"llm.input_messages.².message.role": "user", "llm.input_messages.0.x": "y"}
+    assert _decoded(hostile) == [("openinference", [])]
+    # Control: beside a well-formed message, the unicode index is skipped and the rest decoded.
+    well_formed = {
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": "where is my order?",
+    }
+    expected = [("openinference", [("user", "where is my order?")])]
+    assert _decoded(well_formed) == expected
+    assert _decoded({**hostile, "llm.input_messages.².message.content": "x", **well_formed}) == (
+        expected
+    )
 
 
 def test_genai_operation_name_that_is_an_array_does_not_raise():
-    for decoder in _pipeline().span_decoders:
-        decoder.decode(_span_with({"gen_ai.operation.name": ["chat"]}))
+    assert _decoded({"gen_ai.operation.name": ["chat"]}) == []
+    # Control: the same span with messages is still a GenAI call; the array name is ignored.
+    messages = '[{"role": "user", "parts": [{"type": "text", "content": "hi"}]}]'
+    expected = [("genai", [("user", "hi")])]
+    assert _decoded({"gen_ai.operation.name": "chat", "gen_ai.input.messages": messages}) == (
+        expected
+    )
+    assert _decoded({"gen_ai.operation.name": ["chat"], "gen_ai.input.messages": messages}) == (
+        expected
+    )
 
 
 # --- a running server --------------------------------------------------------------------------
