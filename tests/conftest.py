@@ -4,11 +4,11 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.kafka_broker import TansuBroker, external_bootstrap
+from tests.otlp_requests import LOOPBACK
 from tests.waiting import eventually
 from turnwatch.app.serve import BackgroundService, Service
 from turnwatch.app.settings import Settings, load_settings
@@ -47,7 +47,7 @@ def make_settings(**overrides: object) -> Settings:
         "otlp.http_port": 0,
         "otlp.grpc_port": 0,
         "ops.port": 0,
-        "sessions.idle_timeout_seconds": 0.5,
+        "sessions.idle_timeout_seconds": 0.2,
         "sessions.sweep_interval_seconds": 0.05,
     }
     values.update(overrides)
@@ -89,7 +89,7 @@ def settled(ops_url: str, timeout: float = 10.0) -> Settled:
 
     def counts() -> dict[str, float]:
         totals: dict[str, float] = defaultdict(float)
-        text = httpx.get(f"{ops_url}/metrics", timeout=10).text
+        text = LOOPBACK.get(f"{ops_url}/metrics", timeout=10).text
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
                 name = sample.name

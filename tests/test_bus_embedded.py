@@ -10,7 +10,7 @@ import httpx
 
 from tests.conftest import make_settings
 from tests.kafka_broker import with_bus
-from tests.otlp_requests import PROTOBUF, chat_span, encode, metric_value, trace_request
+from tests.otlp_requests import LOOPBACK, PROTOBUF, chat_span, encode, metric_value, trace_request
 from tests.waiting import eventually
 from turnwatch.app.serve import BackgroundService, Plugins
 from turnwatch.bus.spool import DiskSpool, FifoFull, Item
@@ -47,7 +47,7 @@ def post_session(base: str, conversation: str, end: bool = True) -> httpx.Respon
     extra = {"turnwatch.session.end": "true"} if end else {}
     spans = [chat_span(conversation, 0), chat_span(conversation, 1, extra=extra)]
     body = encode(trace_request(spans), PROTOBUF)
-    return httpx.post(
+    return LOOPBACK.post(
         f"{base}/v1/traces", content=body, headers={"Content-Type": PROTOBUF}, timeout=10
     )
 
@@ -83,14 +83,14 @@ def test_backpressure_from_the_embedded_bus_reaches_the_receiver(tmp_path):
         assert refused is not None, "the receiver never pushed back"
         assert refused.headers["Retry-After"] == "2"
         assert 3 <= accepted <= 8
-        ready = httpx.get(f"{ops}/readyz")
+        ready = LOOPBACK.get(f"{ops}/readyz")
         assert ready.status_code == 503
         assert set(ready.json()["checks"]) == {"bus", "pipeline"}
         assert metric_value(ops, "turnwatch_bus_spool_full_total") >= 1
 
         scorer.gate.set()
         scorer.wait_for(accepted)
-        assert httpx.get(f"{ops}/readyz").status_code == 200
+        assert LOOPBACK.get(f"{ops}/readyz").status_code == 200
         assert metric_value(ops, "turnwatch_handoff_dropped_total") == 0
         assert (
             metric_value(
@@ -108,7 +108,8 @@ def test_backpressure_from_the_embedded_bus_reaches_the_receiver(tmp_path):
 
 def test_restart_with_the_spool_loses_no_closed_session(tmp_path):
     settings = make_settings(**{"data_dir": tmp_path, "sessions.idle_timeout_seconds": 30})
-    settings = with_bus(settings, **{"embedded.spool": True, "shutdown_timeout_seconds": 1})
+    # The first run's scorer never finishes: each shutdown wait runs to its timeout, kept short.
+    settings = with_bus(settings, **{"embedded.spool": True, "shutdown_timeout_seconds": 0.3})
     first = GatedScorer()
     background, base, ops = start(settings, first)
     try:

@@ -16,7 +16,6 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-import httpx
 import orjson
 import pytest
 from kafka import KafkaProducer
@@ -29,7 +28,7 @@ from tests.kafka_broker import (
     topic_size,
     uncommitted,
 )
-from tests.otlp_requests import metric_value
+from tests.otlp_requests import LOOPBACK, metric_value
 from tests.test_bus_embedded import post_session
 from tests.waiting import eventually
 from turnwatch.bus.config import BusConfig, KafkaConfig, SpoolConfig
@@ -37,6 +36,8 @@ from turnwatch.bus.kafka import KafkaBus
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.records import DEAD_LETTER, SCORES, SESSIONS, RecordTooLarge
 from turnwatch.schema import CloseReason, SamplingDecision, SamplingReason, Session
+
+pytestmark = pytest.mark.slow  # a Kafka-protocol broker and `turnwatch serve --role` subprocesses
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST_GROUP = {
@@ -159,7 +160,7 @@ def test_spans_in_at_a_collector_sessions_out_at_scorers_one_killed_mid_batch(bo
             "turnwatch_bus_records_consumed_total", topic=SCORES, outcome="duplicate"
         )
         assert duplicates == written - sessions
-        assert httpx.get(f"{second.ops}/readyz").status_code == 200
+        assert LOOPBACK.get(f"{second.ops}/readyz").status_code == 200
         eventually(  # the gauge is refreshed about once a second
             lambda: exporter.metric("turnwatch_bus_consumer_lag_records", topic=SCORES),
             lambda lag: lag == 0,
@@ -192,7 +193,7 @@ def test_broker_outage_spools_acknowledged_sessions_and_drains_them(tmp_path):
             timeout=30,
             what="12 sessions spooled",
         )
-        ready = httpx.get(f"{collector.ops}/readyz")
+        ready = LOOPBACK.get(f"{collector.ops}/readyz")
         assert ready.status_code == 503 and "bus" in ready.json()["checks"]
         assert collector.metric("turnwatch_bus_broker_up") == 0
 
@@ -206,7 +207,7 @@ def test_broker_outage_spools_acknowledged_sessions_and_drains_them(tmp_path):
         records = read_topic(broker.bootstrap, SESSIONS, 12, timeout=20)
         keys = [record.key for record in records]
         assert len(set(keys)) == 12
-        assert httpx.get(f"{collector.ops}/readyz").status_code == 200
+        assert LOOPBACK.get(f"{collector.ops}/readyz").status_code == 200
         assert collector.metric("turnwatch_bus_spooled_total") == 12
     finally:
         assert collector.stop() == 0

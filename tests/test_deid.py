@@ -25,6 +25,8 @@ from tests.conftest import CapturingSink
 from tests.pii_corpus import CorpusGenerator, LabelledSession, build_sessions
 from turnwatch.schema import Role, Session, ToolCall, Turn
 
+pytestmark = pytest.mark.slow  # Presidio and the spaCy model, loaded for most tests
+
 SECRET = b"test-secret-0123456789abcdef"
 TOKEN = re.compile(r"<[A-Z][A-Z0-9_]+_[0-9a-f]{8}>")
 

@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import orjson
 import pytest
 from google.protobuf import json_format
@@ -32,6 +31,7 @@ from turnwatch.collector.pipeline import CollectorPipeline
 from turnwatch.collector.records import LogView
 
 from tests.conftest import Running, Settled, make_settings, settled, start_service
+from tests.otlp_requests import LOOPBACK
 from turnwatch import collector
 from turnwatch.schema import Role, Session, TokenUsage, ToolCall, Turn
 
@@ -82,7 +82,7 @@ def server() -> Iterator[Running]:
 def post(running: Running, name: str, signal: str = "traces", *, protobuf: bool = False) -> None:
     document = (TESTDATA / name).read_bytes()
     body, content_type = (to_protobuf(document, signal), PROTOBUF) if protobuf else (document, JSON)
-    response = httpx.post(
+    response = LOOPBACK.post(
         f"{running.http_url}/v1/{signal}",
         content=body,
         headers={"content-type": content_type},

@@ -6,10 +6,8 @@ role runs the same handler on records read from Kafka.
 
 from __future__ import annotations
 
-import httpx
-
 from tests.conftest import make_settings
-from tests.otlp_requests import PROTOBUF, chat_span, encode, metric_value, trace_request
+from tests.otlp_requests import LOOPBACK, PROTOBUF, chat_span, encode, metric_value, trace_request
 from tests.waiting import eventually
 from turnwatch.app.serve import BackgroundService
 
@@ -22,7 +20,7 @@ def test_scores_from_the_bus_reach_metrics_once_per_revision():
     try:
         for number in range(3):
             body = encode(trace_request([chat_span(f"bus-conv-{number}")], "support-bot"), PROTOBUF)
-            answer = httpx.post(
+            answer = LOOPBACK.post(
                 f"http://127.0.0.1:{service.ports.otlp_http}/v1/traces",
                 content=body,
                 headers={"Content-Type": PROTOBUF},

@@ -9,13 +9,12 @@ with memory, is `benchmarks/flood.py`.
 
 from __future__ import annotations
 
-import httpx
 from turnwatch.exporters.config import ExporterConfig
 from turnwatch.exporters.score_exporter import ScoreExporter
 
 from tests.conftest import make_settings, settled
 from tests.flood import ExportingSink, flood_request, series, service_values
-from tests.otlp_requests import PROTOBUF
+from tests.otlp_requests import LOOPBACK, PROTOBUF
 from turnwatch.app.serve import BackgroundService
 
 MAX_SERVICES = 5
@@ -34,12 +33,12 @@ def test_a_second_wave_of_new_ids_and_services_adds_no_series():
     try:
         for wave in range(2):
             body = flood_request(wave * WAVE, WAVE)
-            answer = httpx.post(
+            answer = LOOPBACK.post(
                 f"{base}/v1/traces", content=body, headers={"Content-Type": PROTOBUF}, timeout=10
             )
             assert answer.status_code == 200, answer.text
             assert settled(ops).delivered == (wave + 1) * WAVE
-            pages.append(httpx.get(f"{ops}/metrics").text)
+            pages.append(LOOPBACK.get(f"{ops}/metrics").text)
     finally:
         background.stop()
     first, second = pages

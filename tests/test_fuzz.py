@@ -33,6 +33,7 @@ from turnwatch.collector.records import LogView, SpanEvent, SpanView
 from tests.conftest import CapturingSink, make_settings, start_service
 from tests.otlp_requests import (
     JSON,
+    LOOPBACK,
     PROTOBUF,
     any_value,
     chat_span,
@@ -324,6 +325,7 @@ def test_mutated_valid_bodies_are_decoded_or_refused_as_undecodable(data, key):
         assert len(result.items) + result.rejected == total
 
 
+@pytest.mark.slow  # a long run
 @pytest.mark.parametrize("signal", ["traces", "logs"])
 def test_otlp_shaped_json_with_wrong_types(signal):
     decoder = DECODERS[(signal, JSON)]
@@ -562,6 +564,7 @@ def _closed_sessions(pipeline: CollectorPipeline) -> list[Session]:
     return pipeline.take_pending()  # assembles each queued session into its wire record
 
 
+@pytest.mark.slow  # a long run: 200 examples
 @FUZZ
 @given(
     spans=st.lists(span_views(), min_size=1, max_size=4), records=st.lists(log_views(), max_size=3)
@@ -682,6 +685,7 @@ def mutated_bytes(draw: st.DrawFn, body: bytes) -> bytes:
     return bytes(data)
 
 
+@pytest.mark.slow  # a long run: 150 requests
 def test_running_server_answers_hostile_bodies_and_stays_up():
     running = start_service(
         make_settings(**{"otlp.max_request_bytes": 64 * 1024, "otlp.max_attribute_bytes": 1024})
@@ -712,7 +716,7 @@ def test_running_server_answers_hostile_bodies_and_stays_up():
                 == 200
             )
         running.sink.session_for(key)  # the server still closes sessions
-        assert httpx.get(f"{running.ops_url}/healthz").status_code == 200
+        assert LOOPBACK.get(f"{running.ops_url}/healthz").status_code == 200
         assert seen.get(400, 0) > 0 and seen.get(200, 0) > 0, seen
     finally:
         running.background.stop()
@@ -722,7 +726,7 @@ def test_running_server_answers_hostile_bodies_and_stays_up():
 def test_seed_bodies_are_accepted_by_the_running_server(running, signal):
     """Control for the test above: the unmutated seeds are 200s, so 400s there come from fuzzing."""
     for media in (PROTOBUF, JSON):
-        response = httpx.post(
+        response = LOOPBACK.post(
             f"{running.http_url}/v1/{signal}",
             content=SEEDS[(signal, media)],
             headers={"Content-Type": media},

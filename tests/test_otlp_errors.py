@@ -34,6 +34,7 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from tests.conftest import CapturingSink, Running, make_settings, settled, start_service
 from tests.otlp_requests import (
     JSON,
+    LOOPBACK,
     PROTOBUF,
     any_value,
     chat_span,
@@ -57,6 +58,8 @@ TOKEN = "s3cret-Tw-7f3a9c1e"
 REJECTED = "turnwatch_otlp_requests_rejected_total"
 ITEMS_REJECTED = "turnwatch_spans_rejected_total"
 MEDIA_TYPES = [PROTOBUF, JSON]
+# Every conversation here arrives in one request, so nothing can be split by closing it sooner.
+IDLE = {"sessions.idle_timeout_seconds": 0.1}
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +70,7 @@ def server() -> Iterator[Running]:
                 "otlp.max_request_bytes": REQUEST_CAP,
                 "otlp.max_decompressed_bytes": DECOMPRESSED_CAP,
                 "otlp.max_attribute_bytes": ATTRIBUTE_CAP,
+                **IDLE,
             }
         )
     )
@@ -76,7 +80,7 @@ def server() -> Iterator[Running]:
 
 @pytest.fixture(scope="module")
 def authed() -> Iterator[Running]:
-    handle = start_service(make_settings(**{"otlp.auth_token": TOKEN}))
+    handle = start_service(make_settings(**{"otlp.auth_token": TOKEN, **IDLE}))
     yield handle
     handle.background.stop()
 
@@ -94,7 +98,7 @@ def post(
 ) -> httpx.Response:
     sent = {"Content-Type": media_type} if media_type else {}
     sent.update({name.replace("_", "-"): value for name, value in headers.items()})
-    return httpx.post(f"{running.http_url}/v1/{signal}", content=body, headers=sent, timeout=30)
+    return LOOPBACK.post(f"{running.http_url}/v1/{signal}", content=body, headers=sent, timeout=30)
 
 
 def status_of(response: httpx.Response) -> Status:
@@ -350,6 +354,7 @@ def _bomb(compressor: zlib._Compress, total: int) -> bytes:
     return b"".join(parts) + compressor.flush()
 
 
+@pytest.mark.slow  # a long run: two 200 MiB bombs compressed
 @pytest.mark.parametrize("encoding", ["gzip", "deflate"])
 def test_decompression_bomb_is_413_without_inflating_it(server, encoding):
     wbits = 16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS
@@ -446,7 +451,7 @@ def test_bearer_token_is_required_and_never_echoed_or_logged(authed, caplog):
         assert TOKEN not in response.text
         assert TOKEN[::-1] not in response.text
         assert all(TOKEN not in value for value in response.headers.values())
-    assert TOKEN not in httpx.get(f"{authed.ops_url}/metrics").text
+    assert TOKEN not in LOOPBACK.get(f"{authed.ops_url}/metrics").text
     for record in caplog.records:
         assert TOKEN not in record.getMessage()
         assert TOKEN not in str(record.__dict__)
@@ -521,12 +526,12 @@ class BlockingSink(CapturingSink):
 @pytest.fixture
 def saturated() -> Iterator[Running]:
     """A server whose handoff queue (size 1) is full: one session stuck in delivery, one queued."""
-    settings = make_settings(**{"handoff.queue_size": 1, "handoff.high_watermark": 1.0})
+    settings = make_settings(**{"handoff.queue_size": 1, "handoff.high_watermark": 1.0, **IDLE})
     sink = BlockingSink()
     background = BackgroundService(settings, sink, deidentify=False)  # raw keys, as conftest
     running = Running(background, background.start(), sink)
     try:
-        assert httpx.get(f"{running.ops_url}/readyz").status_code == 200
+        assert LOOPBACK.get(f"{running.ops_url}/readyz").status_code == 200
         for sent in (1, 2):  # the first is taken by the stalled sink, the second waits in the queue
             assert post(running, valid_body(conversation())).status_code == 200
             eventually(  # closed by the idle timeout
@@ -535,7 +540,7 @@ def saturated() -> Iterator[Running]:
                 what=f"session {sent} to close",
             )
         eventually(
-            lambda: httpx.get(f"{running.ops_url}/readyz").status_code,
+            lambda: LOOPBACK.get(f"{running.ops_url}/readyz").status_code,
             lambda status: status == 503,
             timeout=10,
             what="the handoff queue to saturate",

@@ -7,14 +7,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import httpx
+import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from tests.conftest import make_settings
 from tests.otel_chatbot import Exchange, provider_with, run_conversation
+from tests.otlp_requests import LOOPBACK
 from tests.waiting import eventually
 from turnwatch.app.serve import BackgroundService
+
+pytestmark = pytest.mark.slow  # Presidio and the spaCy model (serve with de-identification)
 
 CONTRACTS = Path(__file__).resolve().parent.parent / "deploy" / "contracts"
 
@@ -54,8 +57,8 @@ def test_unapproved_refund_becomes_a_deidentified_regression_case(tmp_path):
         case_file = _wait_for_case(tmp_path / "regressions")
         case = json.loads(case_file.read_text())
         ops = f"http://127.0.0.1:{service.ports.ops}"
-        listing = httpx.get(f"{ops}/api/incidents").json()
-        metrics = httpx.get(f"{ops}/metrics").text
+        listing = LOOPBACK.get(f"{ops}/api/incidents").json()
+        metrics = LOOPBACK.get(f"{ops}/metrics").text
     finally:
         background.stop()
 

@@ -3,6 +3,7 @@ OTel SDK to a `turnwatch serve --role collector` process, read back from the bro
 
 from __future__ import annotations
 
+import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
@@ -12,6 +13,8 @@ from tests.test_bus_kafka import Role
 from tests.test_deid_receiver import PII_EXCHANGES, RAW_VALUES, USER_ID
 from tests.waiting import eventually
 from turnwatch.bus.records import SESSIONS
+
+pytestmark = pytest.mark.slow  # a Kafka-protocol broker and a collector subprocess loading Presidio
 
 
 def test_sessions_on_the_bus_carry_no_raw_pii(bootstrap, tmp_path):

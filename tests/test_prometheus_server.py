@@ -15,9 +15,12 @@ from turnwatch.exporters.score_exporter import ScoreExporter
 
 from tests.conftest import Running, make_settings, start_service
 from tests.kafka_broker import free_port
+from tests.otlp_requests import LOOPBACK
 from tests.test_exporter import score_record
 from tests.test_prometheus_rules import RULE_FILES
 from tests.waiting import eventually
+
+pytestmark = pytest.mark.slow  # a Prometheus server
 
 
 @pytest.fixture
@@ -56,7 +59,7 @@ def prometheus(tmp_path: Path, turnwatch: Running) -> Iterator[str]:
     url = f"http://127.0.0.1:{port}"
     try:
         eventually(
-            lambda: httpx.get(f"{url}/-/ready", timeout=2).status_code,
+            lambda: LOOPBACK.get(f"{url}/-/ready", timeout=2).status_code,
             lambda status: status == 200,
             timeout=30,
             interval=0.25,
@@ -70,7 +73,7 @@ def prometheus(tmp_path: Path, turnwatch: Running) -> Iterator[str]:
 
 
 def query(url: str, expression: str) -> list[dict]:
-    answer = httpx.get(f"{url}/api/v1/query", params={"query": expression}, timeout=5).json()
+    answer = LOOPBACK.get(f"{url}/api/v1/query", params={"query": expression}, timeout=5).json()
     assert answer["status"] == "success", answer
     return answer["data"]["result"]
 
@@ -99,13 +102,13 @@ def test_prometheus_scrapes_turnwatch_and_loads_its_rules(turnwatch: Running, pr
     # The collector's own series come from the same scrape.
     assert query(prometheus, "turnwatch_sessions_opened_total")
 
-    names = httpx.get(f"{prometheus}/api/v1/label/__name__/values", timeout=5).json()["data"]
+    names = LOOPBACK.get(f"{prometheus}/api/v1/label/__name__/values", timeout=5).json()["data"]
     turnwatch_names = {name for name in names if name.startswith("turnwatch_")}
     assert {"turnwatch_session_score_bucket", "turnwatch_joint_success_total"} <= turnwatch_names
 
     # Every rule group loaded and evaluates without error against real series.
     def rules() -> list[dict]:
-        groups = httpx.get(f"{prometheus}/api/v1/rules", timeout=5).json()["data"]["groups"]
+        groups = LOOPBACK.get(f"{prometheus}/api/v1/rules", timeout=5).json()["data"]["groups"]
         return [rule for group in groups for rule in group["rules"]]
 
     def healthy(loaded: list[dict]) -> bool:

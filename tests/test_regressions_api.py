@@ -18,6 +18,8 @@ from tests.test_scorers_builders import bot, call, session, user
 from tests.waiting import eventually
 from turnwatch.schema import SamplingDecision, SamplingReason
 
+pytestmark = pytest.mark.slow  # the ops app served by a subprocess
+
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "s3cret-token"
 

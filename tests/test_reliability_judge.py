@@ -23,6 +23,8 @@ from tests.waiting import eventually
 from turnwatch.app.serve import BackgroundService, Plugins
 from turnwatch.bus.records import SCORES, Output
 
+pytestmark = pytest.mark.slow  # Presidio and the spaCy model (serve with de-identification)
+
 FAULTS: dict[str, tuple[Reply, str, str]] = {
     # fault -> the endpoint's answer to every request, the judge error reason it must count,
     # and the words of the metrics' unscored reason

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 import orjson
+import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -23,6 +24,8 @@ from tests.otel_chatbot import Exchange, provider_with, run_conversation
 from tests.test_bus_kafka import Role
 from tests.waiting import eventually
 from turnwatch.bus.records import INCIDENTS, SCORES, SESSIONS
+
+pytestmark = pytest.mark.slow  # a Kafka-protocol broker and one subprocess per role
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTRACTS = ROOT / "deploy" / "contracts"

@@ -25,11 +25,14 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
+import pytest
 
-from tests.otlp_requests import metric_value
+from tests.otlp_requests import LOOPBACK, metric_value
 from tests.test_bus_embedded import post_session
 from tests.waiting import eventually
 from turnwatch.bus.records import INCIDENTS, SCORES, SESSIONS, Output
+
+pytestmark = pytest.mark.slow  # `turnwatch serve` subprocesses, filled to a full disk
 
 ROOT = Path(__file__).resolve().parent.parent
 SCORE_LOG = "TURNWATCH_TEST_SCORE_LOG"
@@ -232,7 +235,7 @@ def test_a_full_disk_under_the_spool_is_backpressure_with_a_clear_error_not_a_cr
         )
         # The bus and then the handoff queue fill behind the stuck write: both report it.
         eventually(
-            lambda: httpx.get(f"{full.ops}/readyz").json().get("checks", {}),
+            lambda: LOOPBACK.get(f"{full.ops}/readyz").json().get("checks", {}),
             lambda failing: set(failing) == {"bus", "pipeline"},
             timeout=30,
             what="the bus and the pipeline to report backpressure",
@@ -243,12 +246,12 @@ def test_a_full_disk_under_the_spool_is_backpressure_with_a_clear_error_not_a_cr
         sender.thread.join(10)
         assert sender.thread.is_alive() is False and sender.unanswered == 0
         assert set(sender.refused) == {503}, sender.refused  # backpressure, never an error
-        ready = httpx.get(f"{full.ops}/readyz")
+        ready = LOOPBACK.get(f"{full.ops}/readyz")
         assert ready.status_code == 503 and set(ready.json()["checks"]) == {"bus", "pipeline"}
         assert full.metric("turnwatch_bus_spool_full_total") >= 1
         for reason in ("queue_full", "sink_error"):
             assert full.metric("turnwatch_handoff_dropped_total", reason=reason) == 0
-        assert httpx.get(f"{full.ops}/healthz").status_code == 200
+        assert LOOPBACK.get(f"{full.ops}/healthz").status_code == 200
     finally:
         code = full.terminate()
     logs = full.logs()
