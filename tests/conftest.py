@@ -1,12 +1,15 @@
 from __future__ import annotations
 
-import threading
-import time
+from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.kafka_broker import TansuBroker, external_bootstrap
+from tests.otlp_requests import LOOPBACK
+from tests.waiting import eventually
 from turnwatch.app.serve import BackgroundService, Service
 from turnwatch.app.settings import Settings, load_settings
 from turnwatch.schema import Session
@@ -17,24 +20,26 @@ class CapturingSink:
 
     def __init__(self) -> None:
         self.sessions: list[Session] = []
-        self._changed = threading.Condition()
 
     async def deliver(self, session: Session) -> None:
-        with self._changed:
-            self.sessions.append(session)
-            self._changed.notify_all()
+        self.sessions.append(session)
 
     def wait_for(self, count: int, timeout: float = 15.0) -> list[Session]:
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while len(self.sessions) < count:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise AssertionError(
-                        f"expected {count} sessions, got {len(self.sessions)} within {timeout}s"
-                    )
-                self._changed.wait(remaining)
-            return list(self.sessions)
+        return eventually(
+            lambda: list(self.sessions),
+            lambda sessions: len(sessions) >= count,
+            timeout=timeout,
+            what=f"{count} sessions",
+        )
+
+    def session_for(self, key: str, timeout: float = 10.0) -> Session:
+        """The one session with conversation key `key`, once it has arrived."""
+        [session] = eventually(
+            lambda: [s for s in self.sessions if s.conversation_key == key],
+            timeout=timeout,
+            what=f"a session for {key!r}",
+        )
+        return session
 
 
 def make_settings(**overrides: object) -> Settings:
@@ -42,7 +47,7 @@ def make_settings(**overrides: object) -> Settings:
         "otlp.http_port": 0,
         "otlp.grpc_port": 0,
         "ops.port": 0,
-        "sessions.idle_timeout_seconds": 0.5,
+        "sessions.idle_timeout_seconds": 0.2,
         "sessions.sweep_interval_seconds": 0.05,
     }
     values.update(overrides)
@@ -66,6 +71,50 @@ class Running:
     @property
     def ops_url(self) -> str:
         return f"http://127.0.0.1:{self.service.ports.ops}"
+
+
+@dataclass(frozen=True)
+class Settled:
+    closed: float
+    delivered: float
+    dropped: float
+
+
+def settled(ops_url: str, timeout: float = 10.0) -> Settled:
+    """Wait until the collector behind `ops_url` holds nothing: no session open, every closed one
+    decided and every sampled one handed to the next stage (delivered or dropped, both counted).
+
+    Without new spans nothing more can reach the sink from then on, so a test can assert exactly
+    what did, where a fixed sleep could only hope that whatever was coming had come."""
+
+    def counts() -> dict[str, float]:
+        totals: dict[str, float] = defaultdict(float)
+        text = LOOPBACK.get(f"{ops_url}/metrics", timeout=10).text
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                name = sample.name
+                if name == "turnwatch_sessions_sampled_total":
+                    sampled = sample.labels["reason"] != "not_selected"
+                    name = "sampled" if sampled else "not_selected"
+                totals[name] += sample.value
+        return totals
+
+    def quiet(totals: dict[str, float]) -> bool:
+        decided = totals["sampled"] + totals["not_selected"]
+        handed_on = totals["turnwatch_handoff_delivered_total"]
+        handed_on += totals["turnwatch_handoff_dropped_total"]
+        return (
+            totals["turnwatch_sessions_open"] == 0
+            and totals["turnwatch_sessions_closed_total"] == decided
+            and totals["sampled"] == handed_on
+        )
+
+    totals = eventually(counts, quiet, timeout=timeout, what="the collector to settle")
+    return Settled(
+        closed=totals["turnwatch_sessions_closed_total"],
+        delivered=totals["turnwatch_handoff_delivered_total"],
+        dropped=totals["turnwatch_handoff_dropped_total"],
+    )
 
 
 def start_service(settings: Settings, deidentify: bool = False) -> Running:

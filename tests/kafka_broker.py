@@ -12,6 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.waiting import eventually
+
 ENV_BOOTSTRAP = "TURNWATCH_TEST_KAFKA_BOOTSTRAP"
 
 
@@ -28,14 +30,11 @@ def free_port() -> int:
 
 
 def wait_for_port(port: int, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"broker did not listen on {port} within {timeout}s")
+    def connects() -> bool:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+
+    eventually(connects, timeout=timeout, what=f"the broker to listen on {port}", ignoring=OSError)
 
 
 class TansuBroker:
@@ -102,20 +101,46 @@ def read_topic(bootstrap: str, topic: str, count: int, timeout: float = 30.0) ->
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     try:
         deadline = time.monotonic() + timeout
-        partitions = None
-        while not partitions:
-            partitions = consumer.partitions_for_topic(topic)
-            if time.monotonic() > deadline:
-                raise AssertionError(f"topic {topic} does not exist")
-            if not partitions:
-                time.sleep(0.2)
+        partitions = eventually(
+            lambda: consumer.partitions_for_topic(topic),
+            timeout=timeout,
+            interval=0.2,
+            what=f"topic {topic} to exist",
+        )
         consumer.assign([TopicPartition(topic, p) for p in partitions])
         consumer.seek_to_beginning()
         records: list = []
+        # Fewer than `count` by the deadline is for the caller to judge: it gets what came.
         while len(records) < count and time.monotonic() < deadline:
             for batch in consumer.poll(timeout_ms=300).values():
                 records.extend(batch)
         return records
+    finally:
+        consumer.close()
+
+
+def uncommitted(bootstrap: str, group: str, topic: str) -> int:
+    """Records of `topic` that consumer `group` has not committed: what it still has to handle."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    # Only reads offsets: without subscribing, the consumer never joins the group.
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    try:
+        partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+        ends = consumer.end_offsets(partitions)
+        return sum(ends[tp] - (consumer.committed(tp) or 0) for tp in partitions)
+    finally:
+        consumer.close()
+
+
+def topic_size(bootstrap: str, topic: str) -> int:
+    """How many records `topic` holds (Tansu's memory storage never deletes any)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    try:
+        partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+        return sum(consumer.end_offsets(partitions).values())
     finally:
         consumer.close()
 

@@ -168,9 +168,14 @@ def deep_attribute_request(span: Span, depth: int) -> bytes:
     return _field(1, _field(2, _field(2, span_bytes)))  # resource_spans/scope_spans/spans
 
 
+# One client for the requests tests send: a new httpx client builds a TLS context (loading the CA
+# bundle) even for plain http://, about 60 ms, which was most of a loopback request's time.
+LOOPBACK = httpx.Client(timeout=30)
+
+
 def metric_value(ops_url: str, name: str, **labels: str) -> float:
     """One sample from the running server's /metrics, parsed by prometheus_client (0 if absent)."""
-    text = httpx.get(f"{ops_url}/metrics", timeout=10).text
+    text = LOOPBACK.get(f"{ops_url}/metrics", timeout=10).text
     total = 0.0
     for family in text_string_to_metric_families(text):
         for sample in family.samples:

@@ -13,24 +13,31 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-import httpx
 import orjson
 import pytest
 from kafka import KafkaProducer
 from prometheus_client import CollectorRegistry
 
-from tests.kafka_broker import TansuBroker, external_bootstrap, read_topic
-from tests.otlp_requests import metric_value
+from tests.kafka_broker import (
+    TansuBroker,
+    external_bootstrap,
+    read_topic,
+    topic_size,
+    uncommitted,
+)
+from tests.otlp_requests import LOOPBACK, metric_value
 from tests.test_bus_embedded import post_session
+from tests.waiting import eventually
 from turnwatch.bus.config import BusConfig, KafkaConfig, SpoolConfig
 from turnwatch.bus.kafka import KafkaBus
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.records import DEAD_LETTER, SCORES, SESSIONS, RecordTooLarge
 from turnwatch.schema import CloseReason, SamplingDecision, SamplingReason, Session
+
+pytestmark = pytest.mark.slow  # a Kafka-protocol broker and `turnwatch serve --role` subprocesses
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST_GROUP = {
@@ -94,13 +101,6 @@ class Role:
         return self.process.wait(5)
 
 
-def wait_until(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-
-
 def processed(role: Role, topic: str) -> float:
     return role.metric("turnwatch_bus_records_consumed_total", topic=topic, outcome="processed")
 
@@ -122,7 +122,12 @@ def test_spans_in_at_a_collector_sessions_out_at_scorers_one_killed_mid_batch(bo
             role.wait_started()
         for number in range(sessions):
             assert post_session(collector.otlp, f"kafka-e2e-{number}").status_code == 200
-        wait_until(lambda: processed(first, SESSIONS) >= 2, 30, "the first scorer to start")
+        eventually(
+            lambda: processed(first, SESSIONS),
+            lambda count: count >= 2,
+            timeout=30,
+            what="the first scorer to start",
+        )
         first.process.kill()  # mid-batch: a poll holds up to 5 records, committed per batch
         first.process.wait(5)
         second = Role(
@@ -132,20 +137,35 @@ def test_spans_in_at_a_collector_sessions_out_at_scorers_one_killed_mid_batch(bo
             TURNWATCH_BUS__SCORER_PROCESSOR="tests.kafka_broker:score_echo",
         ).wait_started()
         roles.append(second)
-        wait_until(lambda: processed(exporter, SCORES) >= sessions, 60, "every score exported")
+        # Done when the scorers have committed every session and the exporter every score
+        # record: from then on nothing more can arrive, so the counts below are final.
+        groups = KafkaConfig()
+        for group, topic in ((groups.scorer_group, SESSIONS), (groups.exporter_group, SCORES)):
+            eventually(
+                lambda group=group, topic=topic: uncommitted(bootstrap, group, topic),
+                lambda left: left == 0,
+                timeout=60,
+                interval=0.2,
+                what=f"{group} to commit all of {topic}",
+            )
 
         assert collector.metric("turnwatch_bus_records_produced_total", topic=SESSIONS) == sessions
-        scores = read_topic(bootstrap, SCORES, sessions, timeout=10)
+        written = topic_size(bootstrap, SCORES)
+        scores = read_topic(bootstrap, SCORES, written, timeout=10)
+        assert len(scores) == written
         ids = {orjson.loads(record.value)["session_id"] for record in scores}
         assert len(ids) == sessions  # every session processed ...
-        time.sleep(1.0)
         assert processed(exporter, SCORES) == sessions  # ... and counted once
         duplicates = exporter.metric(
             "turnwatch_bus_records_consumed_total", topic=SCORES, outcome="duplicate"
         )
-        assert duplicates == len(scores) - sessions
-        assert httpx.get(f"{second.ops}/readyz").status_code == 200
-        assert exporter.metric("turnwatch_bus_consumer_lag_records", topic=SCORES) == 0
+        assert duplicates == written - sessions
+        assert LOOPBACK.get(f"{second.ops}/readyz").status_code == 200
+        eventually(  # the gauge is refreshed about once a second
+            lambda: exporter.metric("turnwatch_bus_consumer_lag_records", topic=SCORES),
+            lambda lag: lag == 0,
+            what="the exporter's lag gauge to show it caught up",
+        )
     finally:
         for role in roles:
             role.stop()
@@ -167,17 +187,27 @@ def test_broker_outage_spools_acknowledged_sessions_and_drains_them(tmp_path):
         broker.stop()
         for number in range(12):  # every one answered 200: acknowledged
             assert post_session(collector.otlp, f"during-{number}").status_code == 200
-        wait_until(lambda: collector.metric("turnwatch_bus_spool_records") == 12, 30, "spooling")
-        ready = httpx.get(f"{collector.ops}/readyz")
+        eventually(
+            lambda: collector.metric("turnwatch_bus_spool_records"),
+            lambda spooled: spooled == 12,
+            timeout=30,
+            what="12 sessions spooled",
+        )
+        ready = LOOPBACK.get(f"{collector.ops}/readyz")
         assert ready.status_code == 503 and "bus" in ready.json()["checks"]
         assert collector.metric("turnwatch_bus_broker_up") == 0
 
         broker.start()  # same port, empty (memory storage)
-        wait_until(lambda: collector.metric("turnwatch_bus_spool_records") == 0, 30, "draining")
+        eventually(
+            lambda: collector.metric("turnwatch_bus_spool_records"),
+            lambda spooled: spooled == 0,
+            timeout=30,
+            what="the spool to drain",
+        )
         records = read_topic(broker.bootstrap, SESSIONS, 12, timeout=20)
         keys = [record.key for record in records]
         assert len(set(keys)) == 12
-        assert httpx.get(f"{collector.ops}/readyz").status_code == 200
+        assert LOOPBACK.get(f"{collector.ops}/readyz").status_code == 200
         assert collector.metric("turnwatch_bus_spooled_total") == 12
     finally:
         assert collector.stop() == 0
@@ -217,9 +247,12 @@ def test_a_poison_record_goes_to_the_dead_letter_topic_and_the_partition_flows(b
     )
     metrics = BusMetrics(CollectorRegistry())
     seen: list[str] = []
+    last_one_seen = asyncio.Event()
 
     async def scorer(topic, session):
         seen.append(session.session_id)
+        if session.session_id == "poison-after":
+            last_one_seen.set()
         return []
 
     async def run() -> None:
@@ -239,9 +272,7 @@ def test_a_poison_record_goes_to_the_dead_letter_topic_and_the_partition_flows(b
         producer.close()
         stop = asyncio.Event()
         consumer = asyncio.create_task(bus.consume([SESSIONS], "poison-test", scorer, stop))
-        deadline = time.monotonic() + 30
-        while "poison-after" not in seen and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
+        await asyncio.wait_for(last_one_seen.wait(), timeout=30)
         with pytest.raises(RecordTooLarge):
             await bus.publish(SESSIONS, "big", {"schema_version": 1, "blob": "x" * 70_000})
         stop.set()

@@ -10,12 +10,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
+import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.otel_chatbot import SUPPORT_EXCHANGES, provider_with, run_conversation
+from tests.otlp_requests import LOOPBACK
+
+pytestmark = pytest.mark.slow  # `turnwatch serve` subprocesses
 
 
 def serve_command(data_dir: Path, otlp_port: int = 0) -> list[str]:
@@ -27,7 +30,7 @@ def serve_command(data_dir: Path, otlp_port: int = 0) -> list[str]:
 
 
 def _samples(ops_url: str) -> dict[tuple[str, tuple], float]:
-    text = httpx.get(f"{ops_url}/metrics").text
+    text = LOOPBACK.get(f"{ops_url}/metrics").text
     return {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value
         for family in text_string_to_metric_families(text)
@@ -48,8 +51,8 @@ def test_serve_ingests_drains_on_sigterm_and_logs_no_message_text(tmp_path):
         banner = process.stdout.readline()
         http_port, _grpc_port, ops_port = (int(p) for p in re.findall(r":(\d+)", banner)[:3])
         ops_url = f"http://127.0.0.1:{ops_port}"
-        assert httpx.get(f"{ops_url}/healthz").json() == {"status": "ok"}
-        assert httpx.get(f"{ops_url}/readyz").status_code == 200
+        assert LOOPBACK.get(f"{ops_url}/healthz").json() == {"status": "ok"}
+        assert LOOPBACK.get(f"{ops_url}/readyz").status_code == 200
 
         exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{http_port}/v1/traces")
         provider = provider_with(SimpleSpanProcessor(exporter))

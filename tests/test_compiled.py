@@ -118,6 +118,7 @@ def rebuild(source_root: Path, inputs: Path) -> dict:
     return json.loads(completed.stdout)
 
 
+@pytest.mark.slow  # two collector subprocesses
 def test_compiled_and_pure_python_rebuild_the_same_sessions(tmp_path):
     inputs = tmp_path / "inputs"
     shutil.copytree(ROOT / "collector" / "testdata", inputs, ignore=shutil.ignore_patterns("*.md"))

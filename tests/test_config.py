@@ -235,6 +235,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     )
 
 
+@pytest.mark.slow  # a `turnwatch serve` subprocess
 def test_serve_with_an_invalid_config_exits_2_naming_the_field(tmp_path: Path) -> None:
     bad = write(tmp_path, "otlp:\n  htp_port: 4318\nsampling:\n  rate: 1.5\n", "bad.yaml")
     result = run_cli("serve", "--config", str(bad))
@@ -245,6 +246,7 @@ def test_serve_with_an_invalid_config_exits_2_naming_the_field(tmp_path: Path) -
     assert result.stdout == ""
 
 
+@pytest.mark.slow  # `turnwatch serve` subprocesses
 @pytest.mark.parametrize(
     ("args", "env", "expected"),
     [

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import logging
 
-import httpx
+import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from tests.conftest import CapturingSink, make_settings
 from tests.otel_chatbot import Exchange, provider_with, run_conversation
+from tests.otlp_requests import LOOPBACK
 from tests.stages import collector_into
 from turnwatch.app.serve import BackgroundService
+
+pytestmark = pytest.mark.slow  # Presidio and the spaCy model
 
 EMAIL = "maria.garcia41@example.com"
 PHONE = "(415) 867-5309"
@@ -57,7 +60,7 @@ def test_pii_through_the_receiver_is_deidentified_everywhere(tmp_path, caplog):
         provider.shutdown()
 
         [session] = captured.wait_for(1, timeout=30)
-        metrics = httpx.get(f"http://127.0.0.1:{service.ports.ops}/metrics").text
+        metrics = LOOPBACK.get(f"http://127.0.0.1:{service.ports.ops}/metrics").text
     finally:
         background.stop()
 

@@ -20,6 +20,8 @@ import pytest
 
 from turnwatch.app.demo.scripts import SCRIPTS
 
+pytestmark = pytest.mark.slow  # `turnwatch demo` in a subprocess, about a minute
+
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_SECONDS = 90
 

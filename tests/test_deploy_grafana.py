@@ -8,6 +8,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.test_prometheus_rules import exported_series, named_series, promtool, rules
@@ -132,6 +133,7 @@ def test_every_expression_names_series_turnwatch_exports():
         assert used_records <= recorded, (title, used_records - recorded)
 
 
+@pytest.mark.slow  # promtool
 def test_every_expression_passes_promtool(tmp_path: Path):
     generated = {
         "groups": [

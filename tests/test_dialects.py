@@ -9,12 +9,10 @@ servers of their own.
 from __future__ import annotations
 
 import base64
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import orjson
 import pytest
 from google.protobuf import json_format
@@ -31,7 +29,8 @@ from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.otlp_common import DecodeLimits
 from turnwatch.collector.records import LogView
 
-from tests.conftest import Running, make_settings, start_service
+from tests.conftest import Running, Settled, make_settings, settled, start_service
+from tests.otlp_requests import LOOPBACK
 from tests.stages import assembling_pipeline
 from turnwatch import collector
 from turnwatch.schema import Role, Session, TokenUsage, ToolCall, Turn
@@ -83,7 +82,7 @@ def server() -> Iterator[Running]:
 def post(running: Running, name: str, signal: str = "traces", *, protobuf: bool = False) -> None:
     document = (TESTDATA / name).read_bytes()
     body, content_type = (to_protobuf(document, signal), PROTOBUF) if protobuf else (document, JSON)
-    response = httpx.post(
+    response = LOOPBACK.post(
         f"{running.http_url}/v1/{signal}",
         content=body,
         headers={"content-type": content_type},
@@ -96,21 +95,10 @@ def post(running: Running, name: str, signal: str = "traces", *, protobuf: bool 
         assert response.json() == {}
 
 
-def session_for(running: Running, key: str, timeout: float = 10.0) -> Session:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = [s for s in running.sink.sessions if s.conversation_key == key]
-        if found:
-            [session] = found
-            return session
-        time.sleep(0.02)
-    raise AssertionError(f"no session for {key!r} within {timeout}s")
-
-
 def rebuilt(running: Running, key: str, *posts: tuple[str, str]) -> Session:
     for name, signal in posts:
         post(running, name, signal)
-    return session_for(running, key)
+    return running.sink.session_for(key)
 
 
 _ID_FIELDS = frozenset({"traceId", "spanId", "parentSpanId"})
@@ -419,8 +407,8 @@ def test_protobuf_and_json_bodies_rebuild_the_same_session(running, key, posts):
         for name, signal in posts:
             post(running, name, signal)
             post(other, name, signal, protobuf=True)
-        from_json = session_for(running, key)
-        from_protobuf = session_for(other, key)
+        from_json = running.sink.session_for(key)
+        from_protobuf = other.sink.session_for(key)
     finally:
         other.background.stop()
     assert len(from_json.turns) == 5
@@ -464,14 +452,14 @@ def test_key_only_on_root_spans_exported_after_the_chat_spans(running):
     post(running, "genai_partial_key_1.json")
     post(running, "genai_partial_key_2.json")
 
-    session = session_for(running, "sess-partial-61")
+    session = running.sink.session_for("sess-partial-61")
     assert session.key_source == "session.id"
     assert session.user_id == "user-partial"
     assert shape(session) == support_shape("call_PK1")
     assert len(session.trace_ids) == 2
     assert not session.incomplete, session.incomplete_reasons
-    time.sleep(0.3)
-    # No trace-keyed leftover session with part of the content.
+    # No trace-keyed leftover session with part of the content: one closed, one delivered.
+    assert settled(running.ops_url) == Settled(closed=1, delivered=1, dropped=0)
     assert [s.conversation_key for s in running.sink.sessions] == ["sess-partial-61"]
 
 

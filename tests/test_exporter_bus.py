@@ -6,13 +6,10 @@ role runs the same handler on records read from Kafka.
 
 from __future__ import annotations
 
-import time
-
-import httpx
-
 from tests.conftest import make_settings
-from tests.otlp_requests import PROTOBUF, chat_span, encode, metric_value, trace_request
+from tests.otlp_requests import LOOPBACK, PROTOBUF, chat_span, encode, metric_value, trace_request
 from tests.stages import all_roles_raw
+from tests.waiting import eventually
 from turnwatch.app.serve import BackgroundService
 
 
@@ -24,16 +21,18 @@ def test_scores_from_the_bus_reach_metrics_once_per_revision():
     try:
         for number in range(3):
             body = encode(trace_request([chat_span(f"bus-conv-{number}")], "support-bot"), PROTOBUF)
-            answer = httpx.post(
+            answer = LOOPBACK.post(
                 f"http://127.0.0.1:{service.ports.otlp_http}/v1/traces",
                 content=body,
                 headers={"Content-Type": PROTOBUF},
             )
             assert answer.status_code == 200
-        deadline = time.monotonic() + 30
-        while metric_value(ops, "turnwatch_sessions_scored_total", service="support-bot") < 3:
-            assert time.monotonic() < deadline, "scores did not reach /metrics"
-            time.sleep(0.1)
+        eventually(
+            lambda: metric_value(ops, "turnwatch_sessions_scored_total", service="support-bot"),
+            lambda scored: scored >= 3,
+            timeout=30,
+            what="three scores on /metrics",
+        )
         assert metric_value(ops, "turnwatch_exporter_records_total", outcome="exported") == 3
         joint = sum(
             metric_value(ops, "turnwatch_joint_success_total", service="support-bot", outcome=o)

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.otlp_requests import LOOPBACK
+
 
 @dataclass
 class Reply:
@@ -168,7 +170,6 @@ def running() -> Iterator[LoopbackJudge]:
 
 
 def test_loopback_answers_and_records():
-    import httpx
 
     with running() as server:
         body = {
@@ -178,7 +179,7 @@ def test_loopback_answers_and_records():
                 {"role": "user", "content": "Task: x"},
             ],
         }
-        response = httpx.post(f"{server.base_url}/chat/completions", json=body)
+        response = LOOPBACK.post(f"{server.base_url}/chat/completions", json=body)
         assert response.status_code == 200
         assert response.json()["choices"][0]["message"]["content"] == "{}"
         assert server.requests == [body]

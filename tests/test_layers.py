@@ -141,3 +141,28 @@ def test_no_source_file_is_over_the_limit():
         if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert long == {}
+
+
+def test_the_import_reader_sees_top_level_and_lazy_imports(tmp_path):
+    # Control for the tests above, which pass when they find nothing: they do find imports.
+    module = tmp_path / "module.py"
+    module.write_text(
+        "import json\n"
+        "from turnwatch.app.settings import Settings\n"
+        "def later():\n"
+        "    import turnwatch.scorers.runner\n"
+        "    from . import sibling\n",
+        encoding="utf-8",
+    )
+    found = imported(module)
+    assert found == {
+        "turnwatch.app.settings",
+        "turnwatch.app.settings.Settings",
+        "turnwatch.scorers.runner",
+    }
+    assert [layer(name) for name in sorted(found)] == [
+        "turnwatch.app",
+        "turnwatch.app",
+        "turnwatch.scorers",
+    ]
+    assert len(modules()) > 100 and "turnwatch.collector.sessionizer" in modules()

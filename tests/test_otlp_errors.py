@@ -31,9 +31,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
-from tests.conftest import CapturingSink, Running, make_settings, start_service
+from tests.conftest import CapturingSink, Running, make_settings, settled, start_service
 from tests.otlp_requests import (
     JSON,
+    LOOPBACK,
     PROTOBUF,
     any_value,
     chat_span,
@@ -46,6 +47,7 @@ from tests.otlp_requests import (
     trace_request,
 )
 from tests.stages import collector_into
+from tests.waiting import eventually
 from turnwatch.app.serve import BackgroundService
 from turnwatch.schema import Session
 
@@ -57,6 +59,8 @@ TOKEN = "s3cret-Tw-7f3a9c1e"
 REJECTED = "turnwatch_otlp_requests_rejected_total"
 ITEMS_REJECTED = "turnwatch_spans_rejected_total"
 MEDIA_TYPES = [PROTOBUF, JSON]
+# Every conversation here arrives in one request, so nothing can be split by closing it sooner.
+IDLE = {"sessions.idle_timeout_seconds": 0.1}
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +71,7 @@ def server() -> Iterator[Running]:
                 "otlp.max_request_bytes": REQUEST_CAP,
                 "otlp.max_decompressed_bytes": DECOMPRESSED_CAP,
                 "otlp.max_attribute_bytes": ATTRIBUTE_CAP,
+                **IDLE,
             }
         )
     )
@@ -76,23 +81,13 @@ def server() -> Iterator[Running]:
 
 @pytest.fixture(scope="module")
 def authed() -> Iterator[Running]:
-    handle = start_service(make_settings(**{"otlp.auth_token": TOKEN}))
+    handle = start_service(make_settings(**{"otlp.auth_token": TOKEN, **IDLE}))
     yield handle
     handle.background.stop()
 
 
 def conversation() -> str:
     return f"conv-{uuid.uuid4().hex[:12]}"
-
-
-def wait_for_key(sink: CapturingSink, key: str, timeout: float = 10.0) -> Session:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for session in list(sink.sessions):
-            if session.conversation_key == key:
-                return session
-        time.sleep(0.02)
-    raise AssertionError(f"no session for {key} within {timeout}s")
 
 
 def post(
@@ -104,7 +99,7 @@ def post(
 ) -> httpx.Response:
     sent = {"Content-Type": media_type} if media_type else {}
     sent.update({name.replace("_", "-"): value for name, value in headers.items()})
-    return httpx.post(f"{running.http_url}/v1/{signal}", content=body, headers=sent, timeout=30)
+    return LOOPBACK.post(f"{running.http_url}/v1/{signal}", content=body, headers=sent, timeout=30)
 
 
 def status_of(response: httpx.Response) -> Status:
@@ -165,6 +160,7 @@ def test_partial_success_rejects_bad_spans_and_keeps_the_good_ones(server, media
         reason: metric_value(server.ops_url, ITEMS_REJECTED, signal="traces", reason=reason)
         for reason in ("invalid_id", "missing_id", "attribute_too_large", "attribute_too_deep")
     }
+    sessions_before = settled(server.ops_url)
 
     response = post(server, encode(trace_request(spans), media_type), media_type)
 
@@ -185,14 +181,17 @@ def test_partial_success_rejects_bad_spans_and_keeps_the_good_ones(server, media
         after = metric_value(server.ops_url, ITEMS_REJECTED, signal="traces", reason=reason)
         assert after == value + 1, reason
 
-    session = wait_for_key(server.sink, good)
+    session = server.sink.session_for(good)
     assert [turn.text for turn in session.turns] == [
         "question 0",
         "answer 0",
         "question 5",
         "answer 5",
     ]
-    time.sleep(0.7)  # past the idle timeout: the rejected spans would have closed a session too
+    # Nothing left open or on its way, and one session more: the rejected spans opened none.
+    sessions_after = settled(server.ops_url)
+    assert sessions_after.closed - sessions_before.closed == 1
+    assert sessions_after.delivered - sessions_before.delivered == 1
     assert all(s.conversation_key != bad for s in server.sink.sessions)
 
 
@@ -291,7 +290,7 @@ def test_compressed_bodies_are_accepted_and_ingested(server, encoding, compress,
         server, compress(valid_body(key, media_type)), media_type, content_encoding=encoding
     )
     assert response.status_code == 200, response.content
-    session = wait_for_key(server.sink, key)
+    session = server.sink.session_for(key)
     assert [turn.text for turn in session.turns] == ["question 0", "answer 0"]
 
 
@@ -300,8 +299,8 @@ def test_multi_member_gzip_is_inflated_whole(server):
     first, second = conversation(), conversation()
     body = gzip.compress(valid_body(first)) + gzip.compress(valid_body(second))
     assert post(server, body, content_encoding="gzip").status_code == 200
-    assert wait_for_key(server.sink, first).turns
-    assert wait_for_key(server.sink, second).turns
+    assert server.sink.session_for(first).turns
+    assert server.sink.session_for(second).turns
     trailing = gzip.compress(valid_body(conversation())) + b"trailing junk"
     assert post(server, trailing, content_encoding="gzip").status_code == 400
 
@@ -356,6 +355,7 @@ def _bomb(compressor: zlib._Compress, total: int) -> bytes:
     return b"".join(parts) + compressor.flush()
 
 
+@pytest.mark.slow  # a long run: two 200 MiB bombs compressed
 @pytest.mark.parametrize("encoding", ["gzip", "deflate"])
 def test_decompression_bomb_is_413_without_inflating_it(server, encoding):
     wbits = 16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS
@@ -444,7 +444,7 @@ def test_bearer_token_is_required_and_never_echoed_or_logged(authed, caplog):
     key = conversation()
     accepted = post(authed, valid_body(key), authorization=f"Bearer {TOKEN}")
     assert accepted.status_code == 200
-    assert wait_for_key(authed.sink, key).turns
+    assert authed.sink.session_for(key).turns
     # The auth scheme is case-insensitive (RFC 9110 section 11.1).
     assert post(authed, b"{}", JSON, authorization=f"bearer {TOKEN}").status_code == 200
 
@@ -452,7 +452,7 @@ def test_bearer_token_is_required_and_never_echoed_or_logged(authed, caplog):
         assert TOKEN not in response.text
         assert TOKEN[::-1] not in response.text
         assert all(TOKEN not in value for value in response.headers.values())
-    assert TOKEN not in httpx.get(f"{authed.ops_url}/metrics").text
+    assert TOKEN not in LOOPBACK.get(f"{authed.ops_url}/metrics").text
     for record in caplog.records:
         assert TOKEN not in record.getMessage()
         assert TOKEN not in str(record.__dict__)
@@ -495,7 +495,7 @@ def test_hostile_json_never_gets_a_500(server, index):
     assert response.status_code in (200, 400), response.content
     key = conversation()
     assert post(server, valid_body(key)).status_code == 200
-    assert wait_for_key(server.sink, key).turns  # the pipeline (and its sweeper) still works
+    assert server.sink.session_for(key).turns  # the pipeline (and its sweeper) still works
 
 
 @pytest.mark.parametrize("depth", [17, 90, 200, 2000])
@@ -527,19 +527,25 @@ class BlockingSink(CapturingSink):
 @pytest.fixture
 def saturated() -> Iterator[Running]:
     """A server whose handoff queue (size 1) is full: one session stuck in delivery, one queued."""
-    settings = make_settings(**{"handoff.queue_size": 1, "handoff.high_watermark": 1.0})
+    settings = make_settings(**{"handoff.queue_size": 1, "handoff.high_watermark": 1.0, **IDLE})
     sink = BlockingSink()
     background = BackgroundService(settings, collector_into(sink))  # raw keys, as conftest
     running = Running(background, background.start(), sink)
     try:
-        assert httpx.get(f"{running.ops_url}/readyz").status_code == 200
-        for _ in range(2):  # the first is taken by the stalled sink, the second waits in the queue
+        assert LOOPBACK.get(f"{running.ops_url}/readyz").status_code == 200
+        for sent in (1, 2):  # the first is taken by the stalled sink, the second waits in the queue
             assert post(running, valid_body(conversation())).status_code == 200
-            time.sleep(0.7)  # idle timeout closes it
-        deadline = time.monotonic() + 10
-        while httpx.get(f"{running.ops_url}/readyz").status_code != 503:
-            assert time.monotonic() < deadline, "handoff queue never saturated"
-            time.sleep(0.05)
+            eventually(  # closed by the idle timeout
+                lambda: metric_value(running.ops_url, "turnwatch_sessions_closed_total"),
+                lambda closed, sent=sent: closed == sent,
+                what=f"session {sent} to close",
+            )
+        eventually(
+            lambda: LOOPBACK.get(f"{running.ops_url}/readyz").status_code,
+            lambda status: status == 503,
+            timeout=10,
+            what="the handoff queue to saturate",
+        )
         yield running
     finally:
         sink.release.set()
@@ -561,12 +567,14 @@ def test_overload_is_503_with_a_short_retry_after_then_recovers(saturated):
     saturated.sink.release.set()
     saturated.sink.wait_for(2)
     key = conversation()
-    deadline = time.monotonic() + 10
-    while (response := post(saturated, valid_body(key))).status_code == 503:
-        assert time.monotonic() < deadline, "still overloaded after the sink was released"
-        time.sleep(0.05)
+    response = eventually(
+        lambda: post(saturated, valid_body(key)),
+        lambda answer: answer.status_code != 503,
+        timeout=10,
+        what="the receiver to accept again after the sink was released",
+    )
     assert response.status_code == 200
-    assert wait_for_key(saturated.sink, key).turns
+    assert saturated.sink.session_for(key).turns
 
 
 def test_overload_is_unavailable_over_grpc(saturated):
@@ -607,7 +615,7 @@ def test_grpc_wrong_or_missing_token_is_unauthenticated(authed, caplog):
             timeout=10,
         )
         assert not response.HasField("partial_success")
-    assert wait_for_key(authed.sink, key).turns
+    assert authed.sink.session_for(key).turns
     assert rejected(authed, "unauthorized", "grpc") == before + 3
     assert TOKEN not in caplog.text
 
@@ -626,7 +634,7 @@ def test_grpc_message_past_the_cap_is_resource_exhausted(server):
         assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         key = conversation()
         stub.Export(trace_request([chat_span(key)]), timeout=10, compression=grpc.Compression.Gzip)
-    assert wait_for_key(server.sink, key).turns
+    assert server.sink.session_for(key).turns
 
 
 def test_grpc_partial_success(server):
@@ -643,7 +651,7 @@ def test_grpc_partial_success(server):
     assert response.partial_success.rejected_spans == 2
     assert "invalid_id" in response.partial_success.error_message
     assert "attribute_too_large" in response.partial_success.error_message
-    assert [t.text for t in wait_for_key(server.sink, good).turns] == ["question 0", "answer 0"]
+    assert [t.text for t in server.sink.session_for(good).turns] == ["question 0", "answer 0"]
 
     with grpc.insecure_channel(server.grpc_endpoint) as channel:
         logs = LogsServiceStub(channel).Export(

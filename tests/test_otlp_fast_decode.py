@@ -175,6 +175,7 @@ def test_non_canonical_encodings_decode_as_the_reference_does(name):
         assert_same(body, limits)
 
 
+@pytest.mark.slow  # a long run: 1,500 bodies
 def test_corrupted_requests_are_refused_or_decoded_as_the_reference_does():
     rng = random.Random(2)
     for _ in range(1500):

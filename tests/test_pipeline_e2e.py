@@ -5,16 +5,19 @@ that the incidents API serves."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
-import httpx
+import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from tests.conftest import make_settings
 from tests.otel_chatbot import Exchange, provider_with, run_conversation
+from tests.otlp_requests import LOOPBACK
+from tests.waiting import eventually
 from turnwatch.app.serve import BackgroundService
+
+pytestmark = pytest.mark.slow  # Presidio and the spaCy model (serve with de-identification)
 
 CONTRACTS = Path(__file__).resolve().parent.parent / "deploy" / "contracts"
 
@@ -30,13 +33,13 @@ UNAPPROVED_REFUND = [
 
 
 def _wait_for_case(directory: Path, timeout: float = 60) -> Path:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        cases = sorted(directory.glob("*.json")) if directory.exists() else []
-        if cases:
-            return cases[0]
-        time.sleep(0.2)
-    raise AssertionError(f"no regression case in {directory} within {timeout}s")
+    [case] = eventually(
+        lambda: sorted(directory.glob("*.json")) if directory.exists() else [],
+        timeout=timeout,
+        interval=0.2,
+        what=f"a regression case in {directory}",
+    )
+    return case
 
 
 def test_unapproved_refund_becomes_a_deidentified_regression_case(tmp_path):
@@ -54,8 +57,8 @@ def test_unapproved_refund_becomes_a_deidentified_regression_case(tmp_path):
         case_file = _wait_for_case(tmp_path / "regressions")
         case = json.loads(case_file.read_text())
         ops = f"http://127.0.0.1:{service.ports.ops}"
-        listing = httpx.get(f"{ops}/api/incidents").json()
-        metrics = httpx.get(f"{ops}/metrics").text
+        listing = LOOPBACK.get(f"{ops}/api/incidents").json()
+        metrics = LOOPBACK.get(f"{ops}/metrics").text
     finally:
         background.stop()
 

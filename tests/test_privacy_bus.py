@@ -3,14 +3,18 @@ OTel SDK to a `turnwatch serve --role collector` process, read back from the bro
 
 from __future__ import annotations
 
+import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from tests.kafka_broker import read_topic
 from tests.otel_chatbot import provider_with, run_conversation
-from tests.test_bus_kafka import Role, wait_until
+from tests.test_bus_kafka import Role
 from tests.test_deid_receiver import PII_EXCHANGES, RAW_VALUES, USER_ID
+from tests.waiting import eventually
 from turnwatch.bus.records import SESSIONS
+
+pytestmark = pytest.mark.slow  # a Kafka-protocol broker and a collector subprocess loading Presidio
 
 
 def test_sessions_on_the_bus_carry_no_raw_pii(bootstrap, tmp_path):
@@ -20,8 +24,11 @@ def test_sessions_on_the_bus_carry_no_raw_pii(bootstrap, tmp_path):
         provider = provider_with(BatchSpanProcessor(exporter))
         run_conversation(provider, "conv-bus-pii", PII_EXCHANGES, user_id=USER_ID)
         provider.shutdown()
-        wait_until(
-            lambda: collector.metric("turnwatch_deid_sessions_total") >= 1, 60, "de-identification"
+        eventually(
+            lambda: collector.metric("turnwatch_deid_sessions_total"),
+            lambda deidentified: deidentified >= 1,
+            timeout=60,
+            what="de-identification",
         )
         [record] = read_topic(bootstrap, SESSIONS, 1)
     finally:

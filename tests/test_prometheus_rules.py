@@ -11,6 +11,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.metric_catalogue import full_registry
@@ -57,6 +58,7 @@ def rules() -> list[dict]:
     ]
 
 
+@pytest.mark.slow  # promtool
 def test_rule_files_pass_promtool_check():
     result = subprocess.run(
         [promtool(), "check", "rules", *map(str, RULE_FILES)], capture_output=True, text=True
@@ -64,6 +66,7 @@ def test_rule_files_pass_promtool_check():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow  # promtool
 def test_promtool_unit_tests_pass():
     result = subprocess.run(
         [promtool(), "test", "rules", *map(str, TEST_FILES)],

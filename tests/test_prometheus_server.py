@@ -4,9 +4,7 @@ loads turnwatch's rule files, and answers queries for the series turnwatch expor
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,14 +14,13 @@ import yaml
 from turnwatch.exporters.score_exporter import ScoreExporter
 
 from tests.conftest import Running, make_settings, start_service
+from tests.kafka_broker import free_port
+from tests.otlp_requests import LOOPBACK
 from tests.test_exporter import score_record
 from tests.test_prometheus_rules import RULE_FILES
+from tests.waiting import eventually
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+pytestmark = pytest.mark.slow  # a Prometheus server
 
 
 @pytest.fixture
@@ -61,27 +58,22 @@ def prometheus(tmp_path: Path, turnwatch: Running) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: httpx.get(f"{url}/-/ready", timeout=2).status_code == 200, 30)
+        eventually(
+            lambda: LOOPBACK.get(f"{url}/-/ready", timeout=2).status_code,
+            lambda status: status == 200,
+            timeout=30,
+            interval=0.25,
+            what="Prometheus to be ready",
+            ignoring=httpx.TransportError,
+        )
         yield url
     finally:
         process.terminate()
         process.wait(timeout=20)
 
 
-def wait_for(condition, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if condition():
-                return
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.25)
-
-
 def query(url: str, expression: str) -> list[dict]:
-    answer = httpx.get(f"{url}/api/v1/query", params={"query": expression}, timeout=5).json()
+    answer = LOOPBACK.get(f"{url}/api/v1/query", params={"query": expression}, timeout=5).json()
     assert answer["status"] == "success", answer
     return answer["data"]["result"]
 
@@ -91,7 +83,12 @@ def test_prometheus_scrapes_turnwatch_and_loads_its_rules(turnwatch: Running, pr
     for number in range(5):
         record = score_record(f"s-{number}", scores={"relevancy": 0.7}, critical="forbidden")
         exporter.observe(record)
-    wait_for(lambda: query(prometheus, 'turnwatch_sessions_scored_total{job="turnwatch"}'), 30)
+    eventually(
+        lambda: query(prometheus, 'turnwatch_sessions_scored_total{job="turnwatch"}'),
+        timeout=30,
+        interval=0.25,
+        what="the first scrape with scores",
+    )
 
     assert query(prometheus, 'up{job="turnwatch"}')[0]["value"][1] == "1"
     scored = query(prometheus, "turnwatch_sessions_scored_total")[0]
@@ -105,20 +102,27 @@ def test_prometheus_scrapes_turnwatch_and_loads_its_rules(turnwatch: Running, pr
     # The collector's own series come from the same scrape.
     assert query(prometheus, "turnwatch_sessions_opened_total")
 
-    names = httpx.get(f"{prometheus}/api/v1/label/__name__/values", timeout=5).json()["data"]
+    names = LOOPBACK.get(f"{prometheus}/api/v1/label/__name__/values", timeout=5).json()["data"]
     turnwatch_names = {name for name in names if name.startswith("turnwatch_")}
     assert {"turnwatch_session_score_bucket", "turnwatch_joint_success_total"} <= turnwatch_names
 
     # Every rule group loaded and evaluates without error against real series.
-    def rules_healthy() -> bool:
-        groups = httpx.get(f"{prometheus}/api/v1/rules", timeout=5).json()["data"]["groups"]
-        rules = [rule for group in groups for rule in group["rules"]]
-        return len(rules) == 27 and all(
+    def rules() -> list[dict]:
+        groups = LOOPBACK.get(f"{prometheus}/api/v1/rules", timeout=5).json()["data"]["groups"]
+        return [rule for group in groups for rule in group["rules"]]
+
+    def healthy(loaded: list[dict]) -> bool:
+        return len(loaded) == 27 and all(
             rule["health"] == "ok" and rule.get("lastEvaluation", "").startswith("2")
-            for rule in rules
+            for rule in loaded
         )
 
-    wait_for(rules_healthy, 30)
-    ratio = query(prometheus, "service:turnwatch_critical_failure_sessions:ratio_rate15m")
-    # Recording rules ran (the rate needs two scrapes; the series exists once they have).
-    assert ratio == [] or ratio[0]["metric"]["service"] == "support-bot"
+    eventually(rules, healthy, timeout=30, interval=0.25, what="27 rules evaluated healthy")
+    # Recording rules ran: the rate needs two scrapes, and the series exists once they have.
+    [ratio] = eventually(
+        lambda: query(prometheus, "service:turnwatch_critical_failure_sessions:ratio_rate15m"),
+        timeout=30,
+        interval=0.25,
+        what="the recording rule's first series",
+    )
+    assert ratio["metric"]["service"] == "support-bot"

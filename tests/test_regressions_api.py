@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -16,7 +15,10 @@ from turnwatch.scorers.flagging import Flagger
 
 from tests.test_regressions_cases import refund_over_limit, store_at, support_scorer
 from tests.test_scorers_builders import bot, call, session, user
+from tests.waiting import eventually
 from turnwatch.schema import SamplingDecision, SamplingReason
+
+pytestmark = pytest.mark.slow  # the ops app served by a subprocess
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "s3cret-token"
@@ -78,12 +80,12 @@ def api(tmp_path):
         port = int(process.stdout.readline())
         url = f"http://127.0.0.1:{port}"
         with httpx.Client(base_url=url, timeout=10) as client:
-            for _ in range(100):
-                try:
-                    client.get("/healthz")
-                    break
-                except httpx.TransportError:
-                    time.sleep(0.05)
+            eventually(
+                lambda: client.get("/healthz").status_code,
+                lambda status: status == 200,
+                what="the incidents API to answer",
+                ignoring=httpx.TransportError,
+            )
             yield client, store
     finally:
         process.terminate()

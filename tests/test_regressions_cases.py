@@ -8,6 +8,7 @@ import asyncio
 import json
 
 import jsonschema
+import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from prometheus_client import CollectorRegistry
@@ -255,6 +256,7 @@ ALICE_EMAIL = "alice.w@example.com"
 RAW = (BOB_EMAIL, ALICE_EMAIL, "bob-1", "alice-1", "conv-alice", "conv-bob", "Alice Walker")
 
 
+@pytest.mark.slow  # Presidio and the spaCy model
 def test_otel_spans_through_serve_become_pii_free_cases(tmp_path):
     bob_talk = [Exchange(user=f"Hello, my email is {BOB_EMAIL}.", answer="Thanks, noted.")]
     alice_talk = [

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 
+@pytest.mark.slow  # `turnwatch` subprocesses
 @pytest.mark.parametrize(
     "arguments",
     [["--data-dir", "{dir}", "list"], ["list", "--data-dir", "{dir}"]],

@@ -78,7 +78,8 @@ class Bot(NamedTuple):
 def chatbot(behaviour: Literal["good", "bad"]) -> Iterator[Bot]:
     handler = type("Bot", (ScriptedChatbot,), {"behaviour": behaviour, "requests": []})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll interval: shutdown() waits for the loop to look (0.5 s by default).
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield Bot(f"http://127.0.0.1:{server.server_address[1]}/v1", handler.requests)
@@ -224,6 +225,7 @@ def test_deepeval_export_matches_conversational_test_case(data_dir, tmp_path):
     assert case.context == ["You are a helpful support agent for Acme."]
 
 
+@pytest.mark.slow  # a pytest subprocess
 def test_generated_pytest_module_replays_and_asserts(data_dir, tmp_path, good_bot, bad_bot):
     module = tmp_path / "test_exported_regressions.py"
     assert cli(data_dir, "export", "--format", "pytest", "--output", str(module))[0] == 0

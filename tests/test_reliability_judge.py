@@ -20,9 +20,11 @@ from tests.otel_chatbot import provider_with, run_conversation
 from tests.stages import all_roles
 from tests.test_judge_loopback import LoopbackJudge, Reply, running
 from tests.test_pipeline_e2e import CONTRACTS, UNAPPROVED_REFUND
-from tests.test_reliability_shutdown import wait_until
+from tests.waiting import eventually
 from turnwatch.app.serve import BackgroundService
 from turnwatch.bus.records import SCORES, Output
+
+pytestmark = pytest.mark.slow  # Presidio and the spaCy model (serve with de-identification)
 
 FAULTS: dict[str, tuple[Reply, str, str]] = {
     # fault -> the endpoint's answer to every request, the judge error reason it must count,
@@ -84,7 +86,12 @@ def test_judge_faults_leave_metrics_unscored_and_checks_intact(judge, tmp_path):
             judge.responder = lambda request, reply=reply: reply
             run_conversation(provider, f"judge-{fault}", UNAPPROVED_REFUND, user_id=f"u-{number}")
             provider.force_flush()
-            wait_until(lambda n=number: len(scores.records) > n, 60, f"the {fault} score")
+            eventually(
+                lambda: len(scores.records),
+                lambda scored, n=number: scored > n,
+                timeout=60,
+                what=f"the {fault} score",
+            )
     finally:
         provider.shutdown()
         background.stop()

@@ -14,14 +14,18 @@ import json
 from pathlib import Path
 
 import orjson
+import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from tests.kafka_broker import read_topic
 from tests.otel_chatbot import Exchange, provider_with, run_conversation
-from tests.test_bus_kafka import Role, wait_until
+from tests.test_bus_kafka import Role
+from tests.waiting import eventually
 from turnwatch.bus.records import INCIDENTS, SCORES, SESSIONS
+
+pytestmark = pytest.mark.slow  # a Kafka-protocol broker and one subprocess per role
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTRACTS = ROOT / "deploy" / "contracts"
@@ -123,16 +127,24 @@ def test_collector_scorer_exporter_processes_reconcile_every_session(bootstrap, 
             run_conversation(provider, name, exchanges, user_id=f"customer-{number}")
         provider.shutdown()  # flushes: every span is answered before the sessions go idle
 
-        wait_until(
+        eventually(
             lambda: (
-                consumed(exporter, SCORES, "processed") >= total
-                and consumed(exporter, INCIDENTS, "processed") >= failing
+                consumed(exporter, SCORES, "processed"),
+                consumed(exporter, INCIDENTS, "processed"),
             ),
-            90,
-            "every score and incident at the exporter",
+            lambda counts: counts[0] >= total and counts[1] >= failing,
+            timeout=90,
+            interval=0.1,
+            what="every score and incident at the exporter",
         )
         cases_dir = tmp_path / "exporter" / "regressions"
-        wait_until(lambda: len(_occurrences(cases_dir)) >= failing, 20, "the regression cases")
+        eventually(
+            lambda: len(_occurrences(cases_dir)),
+            lambda cases: cases >= failing,
+            timeout=20,
+            interval=0.1,
+            what="the regression cases",
+        )
 
         # Collector: every closed session sampled, de-identified and acknowledged by the broker.
         assert collector.metric("turnwatch_sessions_sampled_total", reason="rate") == total

@@ -25,13 +25,18 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
+import pytest
 
-from tests.otlp_requests import metric_value
+from tests.otlp_requests import LOOPBACK, metric_value
 from tests.test_bus_embedded import post_session
-from turnwatch.bus.records import SCORES, Output
+from tests.waiting import eventually
+from turnwatch.bus.records import INCIDENTS, SCORES, SESSIONS, Output
+
+pytestmark = pytest.mark.slow  # `turnwatch serve` subprocesses, filled to a full disk
 
 ROOT = Path(__file__).resolve().parent.parent
 SCORE_LOG = "TURNWATCH_TEST_SCORE_LOG"
+CONSUMED = (SESSIONS, SCORES, INCIDENTS)
 BASE_ENV = {
     "TURNWATCH_BUS__EMBEDDED__SPOOL": "true",
     "TURNWATCH_BUS__SHUTDOWN_TIMEOUT_SECONDS": "1",
@@ -144,17 +149,33 @@ class Sender:
             time.sleep(self.pause)
 
     def wait_for(self, count: int, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while self.acknowledged < count:
-            assert time.monotonic() < deadline, f"{self.acknowledged} of {count} acknowledged"
-            time.sleep(0.02)
+        eventually(
+            lambda: self.acknowledged,
+            lambda acknowledged: acknowledged >= count,
+            timeout=timeout,
+            interval=0.02,
+            what=f"{count} sessions acknowledged",
+        )
 
 
-def wait_until(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
+def scored_at_least(log: Path, count: int, timeout: float) -> None:
+    eventually(
+        lambda: sum(scored(log).values()),
+        lambda total: total >= count,
+        timeout=timeout,
+        interval=0.1,
+        what=f"{count} sessions scored",
+    )
+
+
+def bus_idle(serve: Serve) -> None:
+    """Wait until every topic of the embedded bus is empty. A record leaves its queue only after
+    its handler ran, so from then on the score log is final and can be counted exactly."""
+    eventually(
+        lambda: [serve.metric("turnwatch_bus_queue_depth", topic=topic) for topic in CONSUMED],
+        lambda depths: not any(depths),
+        what="the embedded bus to be idle",
+    )
 
 
 def test_sigterm_during_traffic_exits_0_and_a_restart_scores_the_rest_once(tmp_path):
@@ -185,9 +206,8 @@ def test_sigterm_during_traffic_exits_0_and_a_restart_scores_the_rest_once(tmp_p
     try:
         # ... and the restart takes it from there (a request cut by SIGTERM may count too).
         limit = taken + sender.unanswered
-        wait_until(lambda: sum(scored(log).values()) >= taken, 60, "the backlog scored")
-        time.sleep(0.5)
-        assert second.metric("turnwatch_bus_queue_depth", topic="turnwatch.sessions") == 0
+        scored_at_least(log, taken, timeout=60)
+        bus_idle(second)
     finally:
         assert second.terminate() == 0
     after = scored(log)
@@ -207,20 +227,31 @@ def test_a_full_disk_under_the_spool_is_backpressure_with_a_clear_error_not_a_cr
     sender = Sender(full.otlp, "disk-full", pause=0.01)
     sender.thread.start()
     try:
-        wait_until(lambda: "spool write failed" in "".join(full.stderr), 90, "the disk to fill")
-        time.sleep(2)  # the bus and then the handoff queue fill behind the stuck write
+        eventually(
+            lambda: "spool write failed" in "".join(full.stderr),
+            timeout=90,
+            interval=0.1,
+            what="the disk to fill",
+        )
+        # The bus and then the handoff queue fill behind the stuck write: both report it.
+        eventually(
+            lambda: LOOPBACK.get(f"{full.ops}/readyz").json().get("checks", {}),
+            lambda failing: set(failing) == {"bus", "pipeline"},
+            timeout=30,
+            what="the bus and the pipeline to report backpressure",
+        )
         assert full.process.poll() is None, full.logs()[-3000:]  # no crash
         assert post_session(full.otlp, "refused").status_code == 503
         sender.stop.set()
         sender.thread.join(10)
         assert sender.thread.is_alive() is False and sender.unanswered == 0
         assert set(sender.refused) == {503}, sender.refused  # backpressure, never an error
-        ready = httpx.get(f"{full.ops}/readyz")
+        ready = LOOPBACK.get(f"{full.ops}/readyz")
         assert ready.status_code == 503 and set(ready.json()["checks"]) == {"bus", "pipeline"}
         assert full.metric("turnwatch_bus_spool_full_total") >= 1
         for reason in ("queue_full", "sink_error"):
             assert full.metric("turnwatch_handoff_dropped_total", reason=reason) == 0
-        assert httpx.get(f"{full.ops}/healthz").status_code == 200
+        assert LOOPBACK.get(f"{full.ops}/healthz").status_code == 200
     finally:
         code = full.terminate()
     logs = full.logs()
@@ -233,8 +264,8 @@ def test_a_full_disk_under_the_spool_is_backpressure_with_a_clear_error_not_a_cr
     roomy = Serve(data_dir, **small)
     try:
         expected = sender.acknowledged - lost
-        wait_until(lambda: sum(scored(log).values()) >= expected, 60, "the spool scored")
-        time.sleep(0.5)
+        scored_at_least(log, expected, timeout=60)
+        bus_idle(roomy)
     finally:
         assert roomy.terminate() == 0
     after = scored(log)

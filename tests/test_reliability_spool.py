@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
+from tests.waiting import eventually
 from turnwatch.bus.config import BusConfig, EmbeddedBusConfig
 from turnwatch.bus.embedded import EmbeddedBus
 from turnwatch.bus.metrics import BusMetrics
@@ -27,10 +28,12 @@ class FullDisk(io.RawIOBase):
     def __init__(self, inner: io.FileIO) -> None:
         self.inner = inner
         self.full = True
+        self.refused = 0
 
     def write(self, data) -> int:  # type: ignore[override]
         if self.full:
             self.inner.write(bytes(data[:5]))
+            self.refused += 1
             raise OSError(errno.ENOSPC, "No space left on device")
         return self.inner.write(data)
 
@@ -87,7 +90,8 @@ def test_embedded_publish_waits_on_a_full_disk_and_goes_on_when_room_comes_back(
         disk = FullDisk(fifo._writer)
         fifo._writer = disk  # type: ignore[assignment]
         publish = asyncio.create_task(bus.publish(SESSIONS, "k", _session_record(1)))
-        await asyncio.sleep(0.3)
+        # Refused, then tried again after a while and refused again: still waiting, not failed.
+        await asyncio.to_thread(eventually, lambda: disk.refused, lambda refused: refused >= 2)
         assert not publish.done()  # waiting, not failed, not dropped
         disk.full = False  # room again, and no consumer popped anything meanwhile
         await asyncio.wait_for(publish, timeout=5)

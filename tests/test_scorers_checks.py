@@ -4,10 +4,14 @@ that must not. Sessions are written as they reach the scorer: de-identified, PII
 from __future__ import annotations
 
 import pytest
+from turnwatch.scorers.checks import catalogue
+from turnwatch.scorers.checks.disclosure import OwnerIndex
 
 from tests.test_scorers_builders import (
+    BOB,
     EMAIL_A,
     EMAIL_A2,
+    EMAIL_B,
     ORDER_A,
     ORDER_B,
     bot,
@@ -404,13 +408,6 @@ def test_check_fires_exactly_where_expected(check, turns, expected):
     assert finding_turns(record, check) == expected
 
 
-def test_each_check_has_a_firing_case_and_a_near_miss():
-    checks = {case[1] for case in CASES}
-    firing = {case[1] for case in CASES if case[3]}
-    quiet = {case[1] for case in CASES if not case[3]}
-    assert checks == firing == quiet
-
-
 def _many_turns(count: int, **extra: object) -> list[dict]:
     return [user("next question"), bot("next answer", **extra)] * count
 
@@ -432,6 +429,7 @@ BUDGET_CASES = [
         _many_turns(3, usage=usage(25_000, 10), model="m"),
         [5],  # 25 010 tokens per model call: the third one passes 60 000
     ),
+    ("tokens within the budget", "token_budget", _many_turns(2, usage=usage(25_000, 10)), []),
 ]
 
 
@@ -454,14 +452,72 @@ def test_session_latency_budget_names_the_crossing_turn():
 
 
 PRICES = {"m": {"input_per_million_usd": 1.0, "output_per_million_usd": 4.0}}
+PRICED_CASES = [
+    # 0.024 USD per model call against the contract's 0.05 USD: the third call passes it.
+    ("cost", "cost_budget", _many_turns(3, usage=usage(20_000, 1_000), model="m"), [5]),
+    (
+        "cost within budget",
+        "cost_budget",
+        _many_turns(2, usage=usage(20_000, 1_000), model="m"),
+        [],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("check", "turns", "expected"),
+    [case[1:] for case in PRICED_CASES],
+    ids=[case[0] for case in PRICED_CASES],
+)
+def test_cost_budget(check, turns, expected):
+    record = support_scorer(prices=PRICES).score(session(*turns))
+    assert finding_turns(record, check) == expected
+
+
+# Scored after Bob gave EMAIL_B and EMAIL_A2, and Alice, in an earlier session, EMAIL_A2 too.
+DISCLOSURE_CASES = [
+    (
+        "another user's e-mail, later in the conversation",
+        "cross_user_disclosure",
+        [user("hi"), bot("Hello."), user("my order?"), bot(f"It went to {EMAIL_B}.")],
+        [3],
+    ),
+    (
+        "an address two users gave is nobody's secret",
+        "cross_user_disclosure",
+        [user("hi"), bot("Hello."), user("my order?"), bot(f"It went to {EMAIL_A2}.")],
+        [],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("check", "turns", "expected"),
+    [case[1:] for case in DISCLOSURE_CASES],
+    ids=[case[0] for case in DISCLOSURE_CASES],
+)
+def test_cross_user_disclosure(check, turns, expected):
+    scorer = support_scorer()
+    bob = [user(f"I am {EMAIL_B}, or {EMAIL_A2}"), bot("Thanks.")]
+    scorer.score(session(*bob, user_id=BOB, session_id="s-bob"))
+    scorer.score(session(user(f"mine is {EMAIL_A2}"), bot("Thanks."), session_id="s-0"))
+    assert finding_turns(scorer.score(session(*turns)), check) == expected
+
+
+def test_every_check_in_the_catalogue_has_a_firing_case_and_a_near_miss():
+    catalogued = {spec.name for spec in catalogue(OwnerIndex(max_entries=1))}
+    cases = CASES + BUDGET_CASES + PRICED_CASES + DISCLOSURE_CASES
+    firing = {case[1] for case in cases if case[3]}
+    quiet = {case[1] for case in cases if not case[3]}
+    assert firing == catalogued, f"without a firing case: {catalogued - firing}"
+    assert quiet == catalogued, f"without a near miss: {catalogued - quiet}"
 
 
 def test_cost_budget_uses_the_price_table():
-    turns = _many_turns(3, usage=usage(20_000, 1_000), model="m")  # 0.024 USD per model call
+    [(_name, _check, turns, _expected), *_] = PRICED_CASES  # 0.024 USD per model call
     record = support_scorer(prices=PRICES).score(session(*turns))
     [result] = [r for r in record.results() if r.check == "cost_budget"]
     assert result.value == pytest.approx(0.072)
-    assert finding_turns(record, "cost_budget") == [5]
     assert record.budgets.cost_usd == pytest.approx(0.072)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from turnwatch.scorers.registry import ContractRegistry
@@ -14,6 +15,8 @@ from tests.conftest import make_settings, start_service
 from tests.otel_chatbot import Exchange, provider_with, run_conversation
 from tests.test_scorers_builders import SUPPORT_CONTRACT, support_scorer
 from turnwatch.scores import ScoreRecord
+
+pytestmark = pytest.mark.slow  # Presidio and the spaCy model (serve with de-identification)
 
 BOB_EMAIL = "bob.stone@example.com"
 ALICE_EMAIL = "alice.w@example.com"

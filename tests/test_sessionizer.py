@@ -317,6 +317,7 @@ def _tool_observation(trace_id: str) -> Observation:
     )
 
 
+@pytest.mark.slow  # a long run
 def test_memory_stays_bounded_under_100k_distinct_conversations() -> None:
     settings = load_settings(
         None,
@@ -502,6 +503,7 @@ _step = st.tuples(
 )
 
 
+@pytest.mark.slow  # a long run: 300 examples
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=st.lists(_step, max_size=60))
 def test_accounting_and_bounds_hold_and_no_content_is_lost(steps: list) -> None:
