@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import subprocess
 import sys
 
@@ -14,6 +15,7 @@ from turnwatch.collector.deid.sink import DeidentifyingSink
 from tests.conftest import make_settings
 from turnwatch.app.collector_role import BusSink
 from turnwatch.app.context import ServiceContext
+from turnwatch.app.http import bind
 from turnwatch.app.roles import build_roles
 from turnwatch.app.serve import serve
 from turnwatch.bus.plugins import PluginError
@@ -72,3 +74,27 @@ def test_the_cli_names_a_bad_plugin_path_and_exits_2(tmp_path):
     assert result.returncode == 2, result.stderr
     assert "cannot start: 'not a path' is not of the form module:function" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_accepted_connections_send_small_answers_without_delay():
+    # asyncio sets TCP_NODELAY on an accepted connection only if the listener names IPPROTO_TCP;
+    # otherwise each small HTTP answer waits for delayed ACKs (~40 ms on Linux).
+    async def accepted_nodelay() -> int:
+        loop = asyncio.get_running_loop()
+        connected: asyncio.Future[int] = loop.create_future()
+
+        class Probe(asyncio.Protocol):
+            def connection_made(self, transport) -> None:
+                sock = transport.get_extra_info("socket")
+                connected.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+        server = await loop.create_server(Probe, sock=bind("127.0.0.1", 0))
+        port = server.sockets[0].getsockname()[1]
+        _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            return await asyncio.wait_for(connected, 5)
+        finally:
+            writer.close()
+            server.close()
+
+    assert asyncio.run(accepted_nodelay()) == 1

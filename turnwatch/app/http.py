@@ -28,7 +28,9 @@ class Server(uvicorn.Server):
 
 def bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # asyncio turns on TCP_NODELAY for accepted connections only when the listening socket names
+    # its protocol; without it every small response waits ~40 ms for Nagle and delayed ACKs.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.listen(1024)
