@@ -180,6 +180,3 @@ NEAR_MISSES: dict[str, str] = {
     "stale.acknowledges_change": "contradictions",
     "stale.multi_valued": "contradictions",
 }
-
-# How a conversation ends when nothing broke it (the success evidence a contract can declare).
-OUTCOMES = ("resolved", "answered", "refused", "handed_off")

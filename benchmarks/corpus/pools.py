@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from typing import Literal
 
 Split = Literal["dev", "heldout"]
-SPLITS: tuple[Split, ...] = ("dev", "heldout")
 
 _FIELDS = string.Formatter()
 
@@ -35,9 +34,6 @@ class Pool:
 
     def of(self, split: Split) -> tuple[str, ...]:
         return self.dev if split == "dev" else self.heldout
-
-    def slots(self) -> set[str]:
-        return {name for text in (*self.dev, *self.heldout) for name in slot_names(text)}
 
 
 def P(*items: str) -> Pool:

@@ -24,8 +24,6 @@ from benchmarks.corpus.phrases.memory import (
 )
 from benchmarks.corpus.phrases.talk import PREAMBLE
 
-CONTACT_FACTS = ("email", "phone")
-
 
 def _give(b: Builder, fact_key: str, value: str, opening: bool = False) -> int:
     fact = b.domain.fact(fact_key)
