@@ -54,13 +54,21 @@ def load_corpus(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[st
     return corpus.records, corpus.contracts()
 
 
-def run(records: list[dict[str, Any]], contracts: dict[str, dict], timeout: float) -> list[dict]:
-    """Send every conversation; return the score records the server produced for them."""
+def run(
+    records: list[dict[str, Any]],
+    contracts: dict[str, dict],
+    timeout: float,
+    secret: str | None = None,
+) -> list[dict]:
+    """Send every conversation; return the score records the server produced for them.
+
+    `secret` is the server's `deid.secret`: session ids are derived from the conversation key
+    without it today (`session_id_for`), but a keyed derivation would need it to match."""
     with tempfile.TemporaryDirectory(prefix="turnwatch-detection-") as workdir:
         work = Path(workdir)
         contracts_dir = work / "contracts"
         write_contracts(contracts, contracts_dir)
-        server = Server(work, contracts_dir, secret=secrets.token_hex(16))
+        server = Server(work, contracts_dir, secret=secret or secrets.token_hex(16))
         providers = server.providers(sorted(contracts))
         try:
             emitter = Emitter(providers)
@@ -75,7 +83,10 @@ def run(records: list[dict[str, Any]], contracts: dict[str, dict], timeout: floa
         finally:
             for provider in providers.values():
                 provider.shutdown()
-            server.stop()
+            code = server.stop()
+            if code != 0:
+                log = server.stderr_path.read_text(encoding="utf-8")[-2000:]
+                print(f"turnwatch serve exited with {code}:\n{log}", file=sys.stderr)
 
 
 def _progress(total: int):

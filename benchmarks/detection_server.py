@@ -49,17 +49,25 @@ class Server:
             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
         }
         self.stderr_path = workdir / "server.log"
-        self._stderr = self.stderr_path.open("w")
+        stdout_path = workdir / "server.out"
+        self._outputs = [stdout_path.open("w"), self.stderr_path.open("w")]
         self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=self._stderr, text=True, env=env, cwd=workdir
+            command, stdout=self._outputs[0], stderr=self._outputs[1], env=env, cwd=workdir
         )
-        banner = self.process.stdout.readline() if self.process.stdout else ""
-        ports = re.findall(r":(\d+)", banner)
-        if len(ports) < 3:
-            self.stop()
-            raise RuntimeError(f"turnwatch serve did not start: {self.stderr_path.read_text()}")
+        ports = self._ports(stdout_path, timeout=120)
         self.otlp_url = f"http://127.0.0.1:{ports[0]}"
         self.ops_url = f"http://127.0.0.1:{ports[2]}"
+
+    def _ports(self, stdout_path: Path, timeout: float) -> list[str]:
+        """The ports of the start-up banner (OTLP/HTTP, OTLP/gRPC, ops)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.process.poll() is None:
+            ports = re.findall(r":(\d+)", stdout_path.read_text(encoding="utf-8"))
+            if len(ports) >= 3:
+                return ports
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"turnwatch serve did not start: {self.stderr_path.read_text()}")
 
     def providers(self, services: list[str]) -> dict[str, TracerProvider]:
         """One SDK tracer provider per service, exporting OTLP/HTTP protobuf to this server."""
@@ -102,5 +110,6 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        self._stderr.close()
+        for output in self._outputs:
+            output.close()
         return self.process.returncode
