@@ -8,11 +8,10 @@ address or a common name is nobody's secret.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 from turnwatch.scorers.checks.base import Context, Draft, Unscored, Verdict
 from turnwatch.scorers.transcript import hex_of, json_tokens
 
+from turnwatch.lru import LRU
 from turnwatch.schema import Role
 
 SHARED = ""
@@ -20,20 +19,16 @@ SHARED = ""
 
 class OwnerIndex:
     def __init__(self, max_entries: int) -> None:
-        self._owners: OrderedDict[str, str] = OrderedDict()
-        self._max_entries = max_entries
+        self._owners: LRU[str, str] = LRU(max_entries)
 
     def owner(self, token: str) -> str | None:
         """The user who supplied the value, `SHARED` if several did, None if unknown."""
-        return self._owners.get(hex_of(token))
+        return self._owners.peek(hex_of(token))
 
     def learn(self, token: str, user: str) -> None:
         key = hex_of(token)
-        known = self._owners.get(key)
-        self._owners[key] = user if known in (None, user) else SHARED
-        self._owners.move_to_end(key)
-        while len(self._owners) > self._max_entries:
-            self._owners.popitem(last=False)
+        known = self._owners.peek(key)
+        self._owners.put(key, user if known in (None, user) else SHARED)
 
     def __len__(self) -> int:
         return len(self._owners)

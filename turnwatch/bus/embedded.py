@@ -19,10 +19,10 @@ from pathlib import Path
 
 from turnwatch.bus.base import Handler, RecordProcessor
 from turnwatch.bus.config import BusConfig
-from turnwatch.bus.dedupe import Deduper
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.records import DEAD_LETTER, TOPICS, Record, RecordTooLarge, encode, topic_label
 from turnwatch.bus.spool import DiskSpool, Fifo, FifoFull, Item, MemoryFifo
+from turnwatch.revisions import SeenRevisions
 
 log = logging.getLogger("turnwatch.bus.embedded")
 
@@ -60,7 +60,7 @@ class EmbeddedBus:
             metrics.queue_depth.labels(topic).set(len(fifo))
         self.dead_letters: deque[tuple[str, Record]] = deque(maxlen=DEAD_LETTER_KEPT)
         self._watermark = max(1, int(embedded.queue_size * embedded.high_watermark))
-        self._dedupe = Deduper(config.dedupe_entries)
+        self._dedupe = SeenRevisions(config.dedupe_entries)
 
     async def start(self) -> None:
         return None

@@ -30,11 +30,11 @@ from kafka.errors import KafkaError, KafkaTimeoutError
 
 from turnwatch.bus.base import Handler, RecordProcessor
 from turnwatch.bus.config import BusConfig
-from turnwatch.bus.dedupe import Deduper
 from turnwatch.bus.kafka_consumer import RECORD_OVERHEAD_BYTES, ConsumerWorker
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.records import TOPICS, Record, RecordTooLarge, encode, topic_label
 from turnwatch.bus.spool import DiskSpool, FifoFull, Item
+from turnwatch.revisions import SeenRevisions
 
 log = logging.getLogger("turnwatch.bus.kafka")
 # kafka-python logs every refused reconnect at WARNING; the bus logs state changes itself.
@@ -65,7 +65,7 @@ class KafkaBus:
         self._up_event = asyncio.Event()
         self._spool_changed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        self._dedupe = Deduper(config.dedupe_entries)
+        self._dedupe = SeenRevisions(config.dedupe_entries)
         self.spool: DiskSpool | None = None
         if config.spool.enabled and spool_dir is not None:
             self.spool = DiskSpool(
