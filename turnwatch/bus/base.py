@@ -24,6 +24,7 @@ from turnwatch.bus.records import (
     RecordTooLarge,
     Undecodable,
     decode,
+    encode,
     revision_of,
     topic_label,
 )
@@ -47,6 +48,18 @@ class Bus(Protocol):
     def readiness(self) -> str | None: ...
     async def idle(self, timeout: float) -> bool: ...
     async def close(self) -> None: ...
+
+
+def encode_for_publish(
+    metrics: BusMetrics, logger: logging.Logger, topic: str, record: Record, max_bytes: int
+) -> bytes:
+    """What `publish` sends; a record over `max_bytes` is counted, logged and raised."""
+    try:
+        return encode(record, max_bytes)
+    except RecordTooLarge:
+        metrics.rejected.labels(topic_label(topic), "too_large").inc()
+        logger.warning("record too large; rejected", extra={"topic": topic_label(topic)})
+        raise
 
 
 class RecordProcessor:

@@ -17,10 +17,10 @@ from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
-from turnwatch.bus.base import Handler, RecordProcessor
+from turnwatch.bus.base import Handler, RecordProcessor, encode_for_publish
 from turnwatch.bus.config import BusConfig
 from turnwatch.bus.metrics import BusMetrics
-from turnwatch.bus.records import DEAD_LETTER, TOPICS, Record, RecordTooLarge, encode, topic_label
+from turnwatch.bus.records import DEAD_LETTER, TOPICS, Record, topic_label
 from turnwatch.bus.spool import DiskSpool, Fifo, FifoFull, Item, MemoryFifo
 from turnwatch.revisions import SeenRevisions
 
@@ -66,12 +66,7 @@ class EmbeddedBus:
         return None
 
     async def publish(self, topic: str, key: str, record: Record) -> None:
-        try:
-            value = encode(record, self.config.max_record_bytes)
-        except RecordTooLarge:
-            self.metrics.rejected.labels(topic_label(topic), "too_large").inc()
-            log.warning("record too large; rejected", extra={"topic": topic_label(topic)})
-            raise
+        value = encode_for_publish(self.metrics, log, topic, record, self.config.max_record_bytes)
         if topic == DEAD_LETTER:
             self.dead_letters.append((key, record))
             self.metrics.produced.labels(topic).inc()

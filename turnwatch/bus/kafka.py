@@ -28,11 +28,11 @@ from pathlib import Path
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.errors import KafkaError, KafkaTimeoutError
 
-from turnwatch.bus.base import Handler, RecordProcessor
+from turnwatch.bus.base import Handler, RecordProcessor, encode_for_publish
 from turnwatch.bus.config import BusConfig
 from turnwatch.bus.kafka_consumer import RECORD_OVERHEAD_BYTES, ConsumerWorker
 from turnwatch.bus.metrics import BusMetrics
-from turnwatch.bus.records import TOPICS, Record, RecordTooLarge, encode, topic_label
+from turnwatch.bus.records import TOPICS, Record, topic_label
 from turnwatch.bus.spool import DiskSpool, FifoFull, Item
 from turnwatch.revisions import SeenRevisions
 
@@ -219,12 +219,7 @@ class KafkaBus:
         self.metrics.produced.labels(topic_label(item.topic)).inc()
 
     async def publish(self, topic: str, key: str, record: Record) -> None:
-        try:
-            value = encode(record, self.config.max_record_bytes)
-        except RecordTooLarge:
-            self.metrics.rejected.labels(topic_label(topic), "too_large").inc()
-            log.warning("record too large; rejected", extra={"topic": topic_label(topic)})
-            raise
+        value = encode_for_publish(self.metrics, log, topic, record, self.config.max_record_bytes)
         item = Item(topic, key, value)
         while True:
             if self.spool is not None and (not self._up or len(self.spool) > 0):
