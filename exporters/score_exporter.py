@@ -1,17 +1,15 @@
 """The score exporter: one ScoreRecord in, Prometheus metrics and drift gauges updated.
 
 Delivery is at-least-once, so the same session revision can arrive twice (a redelivery after a
-rebalance, or the same record read from `turnwatch.scores` by a restarted consumer). A bounded
-LRU of (session_id, revision) digests makes the second arrival a no-op, so counters count each
-revision once. Memory stays bounded: the LRU, the label limiters and the drift windows all have
-configured caps, and drift trackers exist only per admitted (service, metric) label pair.
+rebalance, or the same record read from `turnwatch.scores` by a restarted consumer). The seen
+revisions set (`turnwatch.revisions`) makes the second arrival a no-op, so counters count each
+revision once. Memory stays bounded: the seen revisions, the label limiters and the drift windows
+all have configured caps, and drift trackers exist only per admitted (service, metric) label pair.
 """
 
 from __future__ import annotations
 
-import hashlib
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -24,28 +22,8 @@ from turnwatch.exporters.score_metrics import JOINT_OUTCOMES, ScoreMetrics
 
 from turnwatch.bus.records import SCORES, Output
 from turnwatch.drift import SCORE_BUCKETS, DriftTracker
+from turnwatch.revisions import SeenRevisions
 from turnwatch.scores import Score, ScoreRecord, Status
-
-
-class RevisionLog:
-    """Bounded LRU of seen (session_id, revision) pairs, stored as 8-byte digests (not ids)."""
-
-    def __init__(self, max_entries: int) -> None:
-        self.max_entries = max_entries
-        self._seen: OrderedDict[bytes, None] = OrderedDict()
-
-    def first_time(self, session_id: str, revision: int) -> bool:
-        digest = hashlib.blake2b(f"{session_id}\x00{revision}".encode(), digest_size=8).digest()
-        if digest in self._seen:
-            self._seen.move_to_end(digest)
-            return False
-        self._seen[digest] = None
-        if len(self._seen) > self.max_entries:
-            self._seen.popitem(last=False)
-        return True
-
-    def __len__(self) -> int:
-        return len(self._seen)
 
 
 class ScoreExporter:
@@ -57,7 +35,7 @@ class ScoreExporter:
         self.metric = LabelLimiter("metric", config.max_metrics, config.metrics, overflow)
         self.check = LabelLimiter("check", config.max_checks, config.checks, overflow)
         self.reason = LabelLimiter("reason", config.max_reasons, (), overflow)
-        self.revisions = RevisionLog(config.dedupe_entries)
+        self.revisions = SeenRevisions(config.dedupe_entries)
         self.drift: dict[tuple[str, str], DriftTracker] = {}
 
     def _count_overflow(self, label: str) -> None:

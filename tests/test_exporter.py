@@ -11,10 +11,11 @@ from prometheus_client import CollectorRegistry, generate_latest
 from pydantic import ValidationError
 from turnwatch.exporters.config import ExporterConfig
 from turnwatch.exporters.labels import OTHER, LabelLimiter, reason_code
-from turnwatch.exporters.score_exporter import RevisionLog, ScoreExporter
+from turnwatch.exporters.score_exporter import ScoreExporter
 
 from turnwatch.bus.records import INCIDENTS, SCORES
 from turnwatch.drift import SCORE_BUCKETS, DriftConfig, DriftTracker
+from turnwatch.revisions import SeenRevisions
 from turnwatch.scores import (
     BudgetUsage,
     CheckResult,
@@ -137,7 +138,7 @@ def test_a_redelivered_revision_is_counted_once():
 
 
 def test_revision_memory_is_bounded():
-    log = RevisionLog(max_entries=100)
+    log = SeenRevisions(max_entries=100)
     for number in range(10_000):
         assert log.first_time(f"session-{number}", 1)
     assert len(log) == 100

@@ -22,9 +22,9 @@ from turnwatch.scorers.contract import DEFAULT_CRITICAL, Contract
 from turnwatch import __version__
 from turnwatch.schema import JsonValue, Role, Session, Turn
 from turnwatch.scores import Finding, ScoreRecord, Status
+from turnwatch.tokens import TOKEN
 
 CASE_FORMAT = 1
-TOKEN = re.compile(r"<([A-Z][A-Z0-9_]*)_[0-9a-f]{8}>")
 # Coupled to the explanation of scorers/checks/disclosure.py: "... contains <TOKEN>, supplied by
 # another user (<OWNER>) ...". Both are pseudonyms, so they may be stored.
 DISCLOSED = re.compile(

@@ -1,9 +1,9 @@
 """The exporter role's side of the loop: incidents from `turnwatch.incidents` into the store.
 
-An incident is the envelope `scorers.runner.incident_record` builds (score record, de-identified
-session, flag reasons). A bare score record (a scorer running without flagging rules) cannot
-become a replayable case: it is acknowledged and counted as `no_session`. Records that do not
-validate never will, so they are counted and acknowledged rather than retried.
+An incident is the envelope `turnwatch.scorers.runner.incident_record` builds (score record,
+de-identified session, flag reasons). A bare score record (a scorer running without flagging
+rules) cannot become a replayable case: it is acknowledged and counted as `no_session`. Records
+that do not validate never will, so they are counted and acknowledged rather than retried.
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ recorded result of the same tool (the first unused recorded call with the same a
 the first unused one of that tool): the trajectory is replayed, not re-executed, so no side
 effect reaches a real system. A tool the recorded trace never called gets a placeholder answer
 and is listed as unrecorded. The transcript is scored by the same scorer and contract
-(`scorers.runner.Scorer`), and the case passes when none of the recorded failures recurs, there
-is no critical failure, joint success has not failed, and no new error-level finding appears.
+(`turnwatch.scorers.runner.Scorer`), and the case passes when none of the recorded failures
+recurs, there is no critical failure, joint success has not failed, and no new error-level
+finding appears.
 
 User turns are replayed as recorded even if the new answers would have led a real user
 elsewhere: a case tests that the recorded conversation no longer breaks, not every path.

@@ -12,12 +12,10 @@ case is deleted and counted.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +28,7 @@ from turnwatch.exporters.regressions.schema import CaseInvalid, validate_case
 from turnwatch.exporters.regressions.signature import signature
 from turnwatch.scorers.contract import Contract
 
+from turnwatch.revisions import SeenRevisions
 from turnwatch.schema import Session
 from turnwatch.scores import ScoreRecord
 
@@ -92,7 +91,7 @@ class CaseStore:
         self.contracts = contracts or (lambda service: None)
         self._lock = threading.Lock()
         self._summaries: dict[str, dict[str, Any]] = {}
-        self._revisions: OrderedDict[bytes, None] = OrderedDict()
+        self._revisions = SeenRevisions(SEEN_REVISIONS)
         self._mtime: int | None = None
         self._scan()
 
@@ -139,7 +138,7 @@ class CaseStore:
             try:
                 self._summaries[case["case_id"]] = summary(case)
                 for item in case["occurrences"]:
-                    self._remember(item["session_id"], item["revision"])
+                    self._revisions.add(item["session_id"], item["revision"])
             except (KeyError, TypeError):
                 # A hand-edited or foreign file must not stop the store from starting.
                 log.warning("malformed regression case skipped", extra={"file": file.name})
@@ -176,7 +175,7 @@ class CaseStore:
         with self._lock:
             if self._changed_on_disk():
                 self._scan()
-            if self._seen(session.session_id, session.revision):
+            if self._revisions.seen(session.session_id, session.revision):
                 return "duplicate"
             existing = self.get(sig.case_id) if sig.case_id in self._summaries else None
             if existing is None:
@@ -198,7 +197,7 @@ class CaseStore:
                     extra={"case_id": sig.case_id, "error": exc.strerror},
                 )
                 return "write_error"
-            self._remember(session.session_id, session.revision)
+            self._revisions.add(session.session_id, session.revision)
             return outcome
 
     def _merge(
@@ -241,20 +240,6 @@ class CaseStore:
             raise
         self._summaries[case["case_id"]] = summary(case)
         self._mtime = self.directory.stat().st_mtime_ns
-
-    def _seen(self, session_id: str, revision: int) -> bool:
-        return _digest(session_id, revision) in self._revisions
-
-    def _remember(self, session_id: str, revision: int) -> None:
-        key = _digest(session_id, revision)
-        self._revisions[key] = None
-        self._revisions.move_to_end(key)
-        if len(self._revisions) > SEEN_REVISIONS:
-            self._revisions.popitem(last=False)
-
-
-def _digest(session_id: str, revision: int) -> bytes:
-    return hashlib.blake2b(f"{session_id}\x00{revision}".encode(), digest_size=8).digest()
 
 
 def _valid_id(case_id: str) -> bool:

@@ -8,32 +8,28 @@ address or a common name is nobody's secret.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 from turnwatch.scorers.checks.base import Context, Draft, Unscored, Verdict
-from turnwatch.scorers.transcript import hex_of, json_tokens
+from turnwatch.scorers.transcript import json_tokens
 
+from turnwatch.lru import LRU
 from turnwatch.schema import Role
+from turnwatch.tokens import value_part
 
 SHARED = ""
 
 
 class OwnerIndex:
     def __init__(self, max_entries: int) -> None:
-        self._owners: OrderedDict[str, str] = OrderedDict()
-        self._max_entries = max_entries
+        self._owners: LRU[str, str] = LRU(max_entries)
 
     def owner(self, token: str) -> str | None:
         """The user who supplied the value, `SHARED` if several did, None if unknown."""
-        return self._owners.get(hex_of(token))
+        return self._owners.peek(value_part(token))
 
     def learn(self, token: str, user: str) -> None:
-        key = hex_of(token)
-        known = self._owners.get(key)
-        self._owners[key] = user if known in (None, user) else SHARED
-        self._owners.move_to_end(key)
-        while len(self._owners) > self._max_entries:
-            self._owners.popitem(last=False)
+        key = value_part(token)
+        known = self._owners.peek(key)
+        self._owners.put(key, user if known in (None, user) else SHARED)
 
     def __len__(self) -> int:
         return len(self._owners)
@@ -65,7 +61,7 @@ class CrossUserDisclosure:
             for token, entity in emitted:
                 if entity not in entities or token in reported:
                     continue
-                if hex_of(token) in transcript.user_hexes:
+                if value_part(token) in transcript.user_hexes:
                     continue
                 owner = self.index.owner(token)
                 if owner and owner != user:

@@ -20,9 +20,10 @@ from turnwatch.scorers.phrases import (
     asking_sentences,
     tokens,
 )
-from turnwatch.scorers.transcript import hex_of, json_tokens
+from turnwatch.scorers.transcript import json_tokens
 
 from turnwatch.schema import Role
+from turnwatch.tokens import value_part
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +73,7 @@ def timeline(ctx: Context) -> FactTimeline:
                     previous is not None
                     and entity in SINGLE_VALUED
                     and previous[1] != turn.index
-                    and hex_of(previous[0]) != hex_of(token)
+                    and value_part(previous[0]) != value_part(token)
                 ):
                     revisions.append(Revision(turn.index, entity))
                     reopened.add(entity)
@@ -119,10 +120,14 @@ def contradictions(ctx: Context) -> Verdict:
             for token, entity in ctx.transcript.text_tokens[turn.index]:
                 if entity not in SINGLE_VALUED:
                     continue
-                superseded.pop(hex_of(token), None)
+                superseded.pop(value_part(token), None)
                 previous = latest.get(entity)
-                if previous and previous[1] != turn.index and hex_of(previous[0]) != hex_of(token):
-                    superseded[hex_of(previous[0])] = (token, turn.index)
+                if (
+                    previous
+                    and previous[1] != turn.index
+                    and value_part(previous[0]) != value_part(token)
+                ):
+                    superseded[value_part(previous[0])] = (token, turn.index)
                 latest[entity] = (token, turn.index)
             continue
         if turn.role is not Role.ASSISTANT:
@@ -133,7 +138,7 @@ def contradictions(ctx: Context) -> Verdict:
             else json_tokens(event.call.call.arguments)
         )
         for token, _ in emitted:
-            replaced = superseded.get(hex_of(token))
+            replaced = superseded.get(value_part(token))
             if replaced is not None and token not in reported:
                 reported.add(token)
                 drafts.append(

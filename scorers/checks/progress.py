@@ -14,13 +14,14 @@ from turnwatch.scorers.transcript import Call
 
 from turnwatch.schema import Role
 from turnwatch.scores import Severity
+from turnwatch.tokens import TOKEN
 
-_WORD = re.compile(r"<[A-Z0-9_]+>|\w+")
+_WORD = re.compile(rf"{TOKEN.pattern}|\w+")
 _MIN_WORDS = 4
 
 
 def _shingles(text: str) -> frozenset[tuple[str, str]]:
-    words = [word.casefold() for word in _WORD.findall(text)]
+    words = [match.group(0).casefold() for match in _WORD.finditer(text)]
     if len(words) < _MIN_WORDS:
         return frozenset()
     return frozenset(pairwise(words))

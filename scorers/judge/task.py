@@ -16,15 +16,6 @@ from turnwatch.scorers.judge.prompt import Prompt
 
 T = TypeVar("T", bound=BaseModel)
 
-# Label values for metrics and logs: a fixed set (G-Eval criteria share "geval").
-METRIC_LABELS = (
-    "turn_relevancy",
-    "role_adherence",
-    "knowledge_retention",
-    "conversation_completeness",
-    "geval",
-)
-
 
 @dataclass(frozen=True, slots=True)
 class Task(Generic[T]):

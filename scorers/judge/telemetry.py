@@ -9,26 +9,6 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-CALL_OUTCOMES = ("ok", "repaired", "invalid", "refused", "error")
-ERROR_REASONS = (
-    "timeout",
-    "connection",
-    "http_429",
-    "http_5xx",
-    "http_4xx",
-    "context_overflow",
-    "invalid_json",
-    "schema",
-    "refused",
-)
-SKIP_REASONS = (
-    "budget_calls",
-    "budget_tokens",
-    "queue_full",
-    "context_overflow",
-    "not_sampled",
-)
-
 
 class JudgeTelemetry:
     def __init__(self, registry: CollectorRegistry) -> None:

@@ -16,7 +16,6 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
-from turnwatch.bus.dedupe import Deduper
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.records import (
     DEAD_LETTER,
@@ -25,9 +24,11 @@ from turnwatch.bus.records import (
     RecordTooLarge,
     Undecodable,
     decode,
+    encode,
     revision_of,
     topic_label,
 )
+from turnwatch.revisions import SeenRevisions
 from turnwatch.schema import SCHEMA_VERSION
 
 log = logging.getLogger("turnwatch.bus")
@@ -49,10 +50,22 @@ class Bus(Protocol):
     async def close(self) -> None: ...
 
 
+def encode_for_publish(
+    metrics: BusMetrics, logger: logging.Logger, topic: str, record: Record, max_bytes: int
+) -> bytes:
+    """What `publish` sends; a record over `max_bytes` is counted, logged and raised."""
+    try:
+        return encode(record, max_bytes)
+    except RecordTooLarge:
+        metrics.rejected.labels(topic_label(topic), "too_large").inc()
+        logger.warning("record too large; rejected", extra={"topic": topic_label(topic)})
+        raise
+
+
 class RecordProcessor:
     """Decode -> dedupe -> handler -> publish outputs; poison and handler errors go to the DLQ."""
 
-    def __init__(self, bus: Bus, handler: Handler, max_record_bytes: int, dedupe: Deduper):
+    def __init__(self, bus: Bus, handler: Handler, max_record_bytes: int, dedupe: SeenRevisions):
         self.bus = bus
         self.handler = handler
         self.max_record_bytes = max_record_bytes
@@ -69,8 +82,8 @@ class RecordProcessor:
             await self._dead_letter(topic, key, value, partition, offset, exc.reason)
             metrics.consumed.labels(label, "dead_lettered").inc()
             return "dead_lettered"
-        identity = (topic, key or "", revision_of(record))
-        if self.dedupe.seen(identity):
+        identity = (key or "", revision_of(record), topic)
+        if self.dedupe.seen(*identity):
             metrics.consumed.labels(label, "duplicate").inc()
             return "duplicate"
         try:
@@ -90,7 +103,7 @@ class RecordProcessor:
                 await self.bus.publish(output.topic, output.key, output.record)
             except RecordTooLarge:
                 continue  # counted by publish; the rest of the outputs still go out
-        self.dedupe.add(identity)
+        self.dedupe.add(*identity)
         metrics.consumed.labels(label, "processed").inc()
         return "processed"
 

@@ -17,12 +17,12 @@ from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
-from turnwatch.bus.base import Handler, RecordProcessor
+from turnwatch.bus.base import Handler, RecordProcessor, encode_for_publish
 from turnwatch.bus.config import BusConfig
-from turnwatch.bus.dedupe import Deduper
 from turnwatch.bus.metrics import BusMetrics
-from turnwatch.bus.records import DEAD_LETTER, TOPICS, Record, RecordTooLarge, encode, topic_label
+from turnwatch.bus.records import DEAD_LETTER, TOPICS, Record, topic_label
 from turnwatch.bus.spool import DiskSpool, Fifo, FifoFull, Item, MemoryFifo
+from turnwatch.revisions import SeenRevisions
 
 log = logging.getLogger("turnwatch.bus.embedded")
 
@@ -60,18 +60,13 @@ class EmbeddedBus:
             metrics.queue_depth.labels(topic).set(len(fifo))
         self.dead_letters: deque[tuple[str, Record]] = deque(maxlen=DEAD_LETTER_KEPT)
         self._watermark = max(1, int(embedded.queue_size * embedded.high_watermark))
-        self._dedupe = Deduper(config.dedupe_entries)
+        self._dedupe = SeenRevisions(config.dedupe_entries)
 
     async def start(self) -> None:
         return None
 
     async def publish(self, topic: str, key: str, record: Record) -> None:
-        try:
-            value = encode(record, self.config.max_record_bytes)
-        except RecordTooLarge:
-            self.metrics.rejected.labels(topic_label(topic), "too_large").inc()
-            log.warning("record too large; rejected", extra={"topic": topic_label(topic)})
-            raise
+        value = encode_for_publish(self.metrics, log, topic, record, self.config.max_record_bytes)
         if topic == DEAD_LETTER:
             self.dead_letters.append((key, record))
             self.metrics.produced.labels(topic).inc()

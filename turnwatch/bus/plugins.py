@@ -1,9 +1,9 @@
-"""Default processors for the scorer and exporter roles, until the real ones plug in.
+"""Plugged-in work for the scorer and exporter roles, named in the configuration.
 
-The scorer role calls `bus.scorer_processor(session)` for each session and publishes what it
-returns; the exporter role calls `bus.exporter_handler(topic, record)` for each score and
-incident. These defaults publish nothing: the bus's consumed-records counter is the only trace
-they leave. They make no score: a placeholder score would read as a real one downstream.
+The scorer role calls `bus.scorer_processor(session)` for each session, instead of turnwatch's
+scorers, and publishes what it returns; the exporter role calls `bus.exporter_handler(topic,
+record)` for each score and incident instead of turnwatch's exporters. Either is a
+`module:function` path, resolved here at start-up.
 """
 
 from __future__ import annotations
@@ -17,14 +17,6 @@ from turnwatch.schema import Session
 
 SessionProcessor = Callable[[Session], Awaitable[Sequence[Output]]]
 RecordHandler = Callable[[str, dict[str, Any]], Awaitable[Sequence[Output]]]
-
-
-async def count_sessions(session: Session) -> Sequence[Output]:
-    return ()
-
-
-async def count_records(topic: str, record: dict[str, Any]) -> Sequence[Output]:
-    return ()
 
 
 class PluginError(ValueError):

@@ -72,7 +72,7 @@ class ConversationResult:
 class DemoReport:
     results: list[ConversationResult]
     cases: list[Record]
-    """Summaries (`exporters.regressions.store.summary`) of the cases seen during this run."""
+    """Summaries of the cases seen during this run (`turnwatch.exporters.regressions.store`)."""
     started_at: datetime
     elapsed_seconds: float
     data_dir: Path
