@@ -1,15 +1,12 @@
 """The scorer runner: one session revision in, one score record out.
 
 `Scorer.score` is a plain callable; `bus_processor` adapts it to the bus's scorer role, which
-awaits `process(session) -> [(topic, key, record)]` and publishes what it returns. Every record
-goes to `turnwatch.scores`; incidents (a critical failure or failed joint success) also go to
-`turnwatch.incidents`. Records are keyed by session id, so a consumer deduplicates a redelivered
-revision on (session_id, revision).
-
-With a `flag` callable (the regression loop's flagging rules), an incident is an envelope that
-also carries the de-identified session and the reasons it was flagged: the exporter that turns
-incidents into replayable regression cases needs the transcript, which the score record alone
-does not hold. Without one, the incident is the bare score record, as before.
+awaits `process(session) -> [Output(topic, key, model)]` and publishes what it returns. Every score
+record goes to `turnwatch.scores`; a flagged session also goes to `turnwatch.incidents` as an
+`Incident` (the de-identified session, its score record and the flag reasons). The flag is the
+regression loop's rules (`scorers.flagging.Flagger`) when given, else `incident_reasons`: a
+critical failure or failed joint success. Records are keyed by session id, so a consumer
+deduplicates a redelivered revision on (session_id, revision).
 """
 
 from __future__ import annotations
@@ -17,7 +14,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
 
 from turnwatch.scorers.checks import selected
 from turnwatch.scorers.checks.base import CheckSpec, Context, Unscored
@@ -30,6 +26,8 @@ from turnwatch.scorers.registry import ContractRegistry
 from turnwatch.scorers.summary import first_broken_transition, joint_success, slices
 from turnwatch.scorers.transcript import Transcript
 
+from turnwatch.bus.records import INCIDENTS, SCORES, Output
+from turnwatch.incidents import Incident
 from turnwatch.schema import Session
 from turnwatch.scores import (
     CheckResult,
@@ -41,21 +39,10 @@ from turnwatch.scores import (
     Status,
 )
 
-SCORES_TOPIC = "turnwatch.scores"
-INCIDENTS_TOPIC = "turnwatch.incidents"
-
 Flag = Callable[[Session, ScoreRecord], list[str]]
 """(session, its score record) -> the reasons it is an incident; empty = not one."""
 
 log = logging.getLogger(__name__)
-
-
-class Published(NamedTuple):
-    """One record for the bus; field names match the bus's `Output`, so either can be used."""
-
-    topic: str
-    key: str
-    record: dict[str, Any]
 
 
 class Scorer:
@@ -167,43 +154,34 @@ def _unscored(spec: CheckSpec, reason: str) -> CheckResult:
 
 
 def is_incident(record: ScoreRecord) -> bool:
-    return bool(record.critical_failures) or record.joint_success.value is False
+    return bool(incident_reasons(record))
 
 
-def incident_record(session: Session, record: ScoreRecord, reasons: list[str]) -> dict[str, Any]:
-    """The incident envelope: top-level ids for the bus's dedupe, the score, the session."""
-    return {
-        "schema_version": record.schema_version,
-        "session_id": record.session_id,
-        "revision": record.revision,
-        "service": record.service,
-        "reasons": reasons,
-        "score": record.model_dump(mode="json"),
-        "session": session.model_dump(mode="json"),
-    }
+def incident_reasons(record: ScoreRecord) -> list[str]:
+    """The flag of a scorer without flagging rules: a critical failure or failed joint success."""
+    reasons = ["critical_failure"] if record.critical_failures else []
+    if record.joint_success.value is False:
+        reasons.append("joint_failure")
+    return reasons
 
 
 def bus_processor(
     scorer: Scorer, flag: Flag | None = None
-) -> Callable[[Session], Awaitable[list[Published]]]:
-    """The scorer role's processor: a session in, its score record (and incident) out as JSON.
+) -> Callable[[Session], Awaitable[list[Output]]]:
+    """The scorer role's processor: a session in, its score record (and incident) out.
 
     Scoring runs inline on the bus's event loop: the checks are pure CPU work of a few
     milliseconds per session (see benchmarks/checks.py), and the owner index is not shared across
     threads; judge calls are awaited, paced by the judge's own limits.
     """
 
-    async def process(session: Session) -> list[Published]:
+    async def process(session: Session) -> list[Output]:
         record = await scorer.score_with_judge(session)
-        payload = record.model_dump(mode="json")
-        published = [Published(SCORES_TOPIC, record.session_id, payload)]
-        if flag is not None:
-            reasons = flag(session, record)
-            if reasons:
-                envelope = incident_record(session, record, reasons)
-                published.append(Published(INCIDENTS_TOPIC, record.session_id, envelope))
-        elif is_incident(record):
-            published.append(Published(INCIDENTS_TOPIC, record.session_id, payload))
+        published = [Output(SCORES, record.session_id, record)]
+        reasons = flag(session, record) if flag is not None else incident_reasons(record)
+        if reasons:
+            incident = Incident.of(session, record, reasons)
+            published.append(Output(INCIDENTS, record.session_id, incident))
         return published
 
     return process

@@ -243,7 +243,8 @@ def test_a_poison_record_goes_to_the_dead_letter_topic_and_the_partition_flows(b
         while "poison-after" not in seen and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
         with pytest.raises(RecordTooLarge):
-            await bus.publish(SESSIONS, "big", {"schema_version": 1, "blob": "x" * 70_000})
+            big = _session("big").model_copy(update={"system_instructions": ["x" * 70_000]})
+            await bus.publish(SESSIONS, "big", big)
         stop.set()
         await consumer
         await bus.close()

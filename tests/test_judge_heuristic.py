@@ -109,10 +109,10 @@ async def test_not_sampled_sessions_get_no_judge_scores():
 async def test_bus_processor_fills_metrics_with_the_contract_persona():
     process = bus_processor(support_scorer())
     [scores, *_] = await process(conversation(10))
-    names = {metric["name"] for metric in scores.record["metrics"]}
+    names = {metric.name for metric in scores.record.metrics}
     assert "role_adherence" in names and "turn_relevancy" in names
-    role = next(m for m in scores.record["metrics"] if m["name"] == "role_adherence")
-    assert role["value"] is not None  # the support-bot contract's chatbot_role was used
+    role = next(m for m in scores.record.metrics if m.name == "role_adherence")
+    assert role.value is not None  # the support-bot contract's chatbot_role was used
 
 
 def test_judge_config_is_a_scorer_config_field():

@@ -30,8 +30,8 @@ from turnwatch.exporters.regressions.schema import CaseInvalid, validate_case
 from turnwatch.exporters.regressions.signature import signature
 from turnwatch.scorers.contract import Contract
 
+from turnwatch.incidents import Incident
 from turnwatch.schema import Session
-from turnwatch.scores import ScoreRecord
 
 log = logging.getLogger("turnwatch.regressions")
 
@@ -146,25 +146,16 @@ class CaseStore:
 
     # -- writing ------------------------------------------------------------------------------
 
-    def record(
-        self,
-        session: Session,
-        record: ScoreRecord,
-        reasons: list[str],
-        now: datetime | None = None,
-    ) -> Outcome:
+    def record(self, incident: Incident, now: datetime | None = None) -> Outcome:
         """Turn one incident into a new case or an occurrence of an existing one."""
-        outcome = self._record(session, record, reasons, now or datetime.now(UTC))
+        outcome = self._record(incident, now or datetime.now(UTC))
         if self.metrics is not None:
             self.metrics.count(outcome)
             self.metrics.cases.set(len(self._summaries))
         return outcome
 
-    def _record(
-        self, session: Session, record: ScoreRecord, reasons: list[str], now: datetime
-    ) -> Outcome:
-        if not reasons:
-            return "invalid"  # not flagged: nothing says why it would be a regression
+    def _record(self, incident: Incident, now: datetime) -> Outcome:
+        session, record, reasons = incident.session, incident.score, incident.reasons
         sig = signature(session, record, reasons)
         contract = self.contracts(session.service)
         try:

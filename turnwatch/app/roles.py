@@ -26,7 +26,9 @@ from turnwatch.bus.config import BusConfig
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.plugins import RecordHandler, SessionProcessor, load_callable
 from turnwatch.bus.records import SESSIONS, Output, Record, RecordTooLarge
+from turnwatch.incidents import Incident
 from turnwatch.schema import Session
+from turnwatch.scores import ScoreRecord
 
 
 class BusSink:
@@ -54,7 +56,8 @@ def scorer_handler(processor: SessionProcessor) -> Handler:
 
 def exporter_handler(handler: RecordHandler) -> Handler:
     async def handle(topic: str, record: Record) -> list[Output]:
-        assert isinstance(record, dict)
+        # The bus validated it against its topic's model (scores or incidents).
+        assert isinstance(record, ScoreRecord | Incident)
         return list(await handler(topic, record))
 
     return handle

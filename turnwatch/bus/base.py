@@ -20,6 +20,7 @@ from turnwatch.bus.dedupe import Deduper
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.records import (
     DEAD_LETTER,
+    DeadLetter,
     Output,
     Record,
     RecordTooLarge,
@@ -28,7 +29,6 @@ from turnwatch.bus.records import (
     revision_of,
     topic_label,
 )
-from turnwatch.schema import SCHEMA_VERSION
 
 log = logging.getLogger("turnwatch.bus")
 
@@ -105,14 +105,13 @@ class RecordProcessor:
     ) -> None:
         self.bus.metrics.dead_lettered.labels(reason).inc()
         payload = (value or b"")[: self.max_record_bytes // 2]
-        record = {
-            "schema_version": SCHEMA_VERSION,
-            "reason": reason,
-            "source_topic": topic,
-            "partition": partition,
-            "offset": offset,
-            "key": key,
-            "value_base64": base64.b64encode(payload).decode(),
-            "value_truncated": len(value or b"") > len(payload),
-        }
+        record = DeadLetter(
+            reason=reason,
+            source_topic=topic,
+            partition=partition,
+            offset=offset,
+            key=key,
+            value_base64=base64.b64encode(payload).decode(),
+            value_truncated=len(value or b"") > len(payload),
+        )
         await self.bus.publish(DEAD_LETTER, key or "", record)
