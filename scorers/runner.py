@@ -1,5 +1,9 @@
 """The scorer runner: one session revision in, one score record out.
 
+Checks and judge metrics are both scorers (`scorers/scorer.py`: `Context -> Result`); the runner
+builds one `Context` per session, runs the checks inline and the judge metrics awaited, and files
+their results into the record (`CheckResult`s by level, `Score`s in `metrics`).
+
 `Scorer.score` is a plain callable; `bus_processor` adapts it to the bus's scorer role, which
 awaits `process(session) -> [Output(topic, key, model)]` and publishes what it returns. Every score
 record goes to `turnwatch.scores`; a flagged session also goes to `turnwatch.incidents` as an
@@ -11,20 +15,18 @@ deduplicates a redelivered revision on (session_id, revision).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from turnwatch.scorers.checks import selected
-from turnwatch.scorers.checks.base import CheckSpec, Context, Unscored
 from turnwatch.scorers.checks.budgets import measure
 from turnwatch.scorers.checks.disclosure import OwnerIndex
 from turnwatch.scorers.config import ScorerConfig
-from turnwatch.scorers.contract import DEFAULT_CRITICAL, Contract
+from turnwatch.scorers.contract import DEFAULT_CRITICAL
 from turnwatch.scorers.judge.evaluate import JudgeEvaluator
 from turnwatch.scorers.registry import ContractRegistry
+from turnwatch.scorers.scorer import Context, check_result, run_scorer
 from turnwatch.scorers.summary import first_broken_transition, joint_success, slices
-from turnwatch.scorers.transcript import Transcript
 
 from turnwatch.bus.records import INCIDENTS, SCORES, Output
 from turnwatch.incidents import Incident
@@ -32,17 +34,13 @@ from turnwatch.schema import Session
 from turnwatch.scores import (
     CheckResult,
     ContractRef,
-    Finding,
     Level,
     ScoreRecord,
     Severity,
-    Status,
 )
 
 Flag = Callable[[Session, ScoreRecord], list[str]]
 """(session, its score record) -> the reasons it is an incident; empty = not one."""
-
-log = logging.getLogger(__name__)
 
 
 class Scorer:
@@ -65,15 +63,29 @@ class Scorer:
         # Pass a JudgeEvaluator built on the service's metrics registry to export judge metrics.
         self.judge = judge if judge is not None else JudgeEvaluator(config.judge)
 
+    def context(self, session: Session) -> Context:
+        return Context.of(session, self.registry.for_service(session.service), self.config)
+
     def score(self, session: Session) -> ScoreRecord:
-        contract = self.registry.for_service(session.service)
-        ctx = Context(session, Transcript(session), contract, self.config)
+        return self.record(self.context(session))
+
+    __call__ = score
+
+    async def score_with_judge(self, session: Session) -> ScoreRecord:
+        """The checks' record with the judge metrics filled in (sampled; [] when not judged)."""
+        ctx = self.context(session)
+        record = self.record(ctx)
+        record.metrics = await self.judge.evaluate(ctx)
+        return record
+
+    def record(self, ctx: Context) -> ScoreRecord:
+        session, contract = ctx.session, ctx.contract
         # Without a contract, disclosure is still critical: it needs no contract to be wrong.
         critical = set(contract.critical if contract is not None else DEFAULT_CRITICAL)
         by_level: dict[Level, list[CheckResult]] = {level: [] for level in Level}
         ordered = []
         for spec in self.checks:
-            result = self._run(spec, ctx, contract, spec.name in critical)
+            result = check_result(spec.name, run_scorer(spec, ctx), spec.name in critical)
             by_level[spec.level].append(result)
             ordered.append(result)
         results = {result.check: result for result in ordered}
@@ -102,55 +114,6 @@ class Scorer:
             slices=slices(ctx),
             budgets=measure(session, self.config.prices),
         )
-
-    __call__ = score
-
-    async def score_with_judge(self, session: Session) -> ScoreRecord:
-        """The checks' record with the judge metrics filled in (sampled; [] when not judged)."""
-        record = self.score(session)
-        contract = self.registry.for_service(session.service)
-        role = contract.chatbot_role if contract is not None else None
-        record.metrics = await self.judge.evaluate(session, role)
-        return record
-
-    def _run(
-        self, spec: CheckSpec, ctx: Context, contract: Contract | None, critical: bool
-    ) -> CheckResult:
-        if spec.needs_contract and contract is None:
-            return _unscored(spec, f"no contract for service {ctx.session.service!r}")
-        try:
-            verdict = spec.run(ctx)
-        except Exception as exc:  # a broken check must not sink the other checks' results
-            log.warning(
-                "check failed",
-                extra={
-                    "check": spec.name,
-                    "session_id": ctx.session.session_id,
-                    "error": type(exc).__name__,
-                },
-            )
-            return _unscored(spec, f"check raised {type(exc).__name__}")
-        if isinstance(verdict, Unscored):
-            return _unscored(spec, verdict.reason)
-        findings = [
-            Finding(
-                check=spec.name,
-                turn_index=draft.turn_index,
-                severity=Severity.CRITICAL if critical else draft.severity,
-                explanation=draft.explanation,
-            )
-            for draft in verdict.drafts
-        ]
-        return CheckResult(
-            check=spec.name,
-            status=Status.FAILED if findings else Status.PASSED,
-            value=verdict.value,
-            findings=findings,
-        )
-
-
-def _unscored(spec: CheckSpec, reason: str) -> CheckResult:
-    return CheckResult(check=spec.name, status=Status.UNSCORED, unscored_reason=reason)
 
 
 def is_incident(record: ScoreRecord) -> bool:

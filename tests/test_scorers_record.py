@@ -4,10 +4,10 @@ broken transition, slices, generic-only scoring, incidents and the bus adapter."
 from __future__ import annotations
 
 import pytest
-from turnwatch.scorers.checks.base import CheckSpec
 from turnwatch.scorers.checks.disclosure import SHARED, OwnerIndex
 from turnwatch.scorers.config import ScorerConfig
 from turnwatch.scorers.runner import Scorer, bus_processor, is_incident
+from turnwatch.scorers.scorer import ScorerSpec
 
 from tests.test_scorers_builders import (
     ALICE,
@@ -209,7 +209,7 @@ def test_a_check_that_raises_is_unscored_and_the_others_still_run():
     def broken(ctx):
         raise KeyError("boom")
 
-    scorer.checks.insert(0, CheckSpec("tool_loop", Level.TRAJECTORY, broken))
+    scorer.checks.insert(0, ScorerSpec("tool_loop", broken, Level.TRAJECTORY))
     record = scorer.score(session(user("hi"), bot("hello")))
     loop_results = [r for r in record.results() if r.check == "tool_loop"]
     assert loop_results[0].status is Status.UNSCORED
