@@ -137,6 +137,6 @@ def test_pages_filters_and_detail(api):
 
     detail = client.get(f"/api/incidents/{seen[0]['id']}", headers=auth())
     assert detail.status_code == 200
-    assert detail.json() == store.get(seen[0]["id"])
+    assert detail.json() == store.get(seen[0]["id"]).to_json()
     for missing in ("rc-0000000000000000", "..%2F..%2Fetc%2Fpasswd", "rc-zz"):
         assert client.get(f"/api/incidents/{missing}", headers=auth()).status_code == 404

@@ -191,12 +191,9 @@ def test_recurrences_collapse_into_one_case_with_a_count(tmp_path):
     assert store.record(incident(flag, refund_over_limit("s-1", revision=2))) == "new_revision"
 
     [case] = list(store.cases())
-    assert case["occurrence_count"] == 2
-    assert [(o["session_id"], o["revision"]) for o in case["occurrences"]] == [
-        ("s-2", 1),
-        ("s-1", 2),
-    ]
-    assert case["provenance"]["revision"] == 2  # the exemplar follows its latest revision
+    assert case.occurrence_count == 2
+    assert [(o.session_id, o.revision) for o in case.occurrences] == [("s-2", 1), ("s-1", 2)]
+    assert case.provenance.revision == 2  # the exemplar follows its latest revision
     assert len(list(regressions_dir(tmp_path).iterdir())) == 1
     assert counted(registry, "duplicate") == 1
 
@@ -218,8 +215,8 @@ def test_retention_evicts_the_least_recently_seen_case_and_counts_it(tmp_path):
     checks = sorted(s["check"] for s in store.summaries())
     assert checks == ["approval+forbidden_action", "tool_selection"]
     assert registry.get_sample_value("turnwatch_regression_cases_evicted_total") == 1
-    [refund] = [c for c in store.cases() if c["signature"]["check"] != "tool_selection"]
-    assert refund["occurrence_count"] == 2 and len(refund["occurrences"]) == 1
+    [refund] = [c for c in store.cases() if c.signature.check != "tool_selection"]
+    assert refund.occurrence_count == 2 and len(refund.occurrences) == 1
 
 
 def test_non_deidentified_sessions_never_become_case_files(tmp_path):

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import Field, model_validator
 
-from turnwatch.schema import JsonValue, WireModel
+from turnwatch.schema import JsonValue, SparseModel, WireModel
 
 SCORE_SCHEMA_VERSION = 1
 MAX_EXPLANATION_CHARS = 400
@@ -53,7 +53,7 @@ class Slice(StrEnum):
     ADVERSARIAL_STATE = "adversarial-state"
 
 
-class Evidence(WireModel):
+class Evidence(SparseModel):
     """What a finding rests on, in de-identified values only: ids and names from the session and
     the contract, pseudonym tokens, turn indexes and numbers; never message text or argument
     values. Each check fills the fields it knows; unset fields are left out of the JSON."""
@@ -88,10 +88,6 @@ class Evidence(WireModel):
     )
     measured: float | None = Field(default=None, description="The measure compared: a total.")
     limit: float | None = Field(default=None, description="What it was compared with.")
-
-    @model_serializer(mode="wrap")
-    def _set_fields_only(self, serialize: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return {key: value for key, value in serialize(self).items() if value is not None}
 
 
 class Finding(WireModel):

@@ -69,7 +69,7 @@ def incidents_router(store: CaseStore, token: SecretStr | str | None = None) -> 
         case = store.get(case_id)
         if case is None:
             raise HTTPException(status_code=404, detail="no such incident")
-        return case
+        return case.to_json()
 
     return router
 

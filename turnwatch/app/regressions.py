@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from turnwatch.exporters.regressions.export import FORMATS, to_deepeval_json, to_jsonl, to_pytest
+from turnwatch.exporters.regressions.model import Case
 from turnwatch.exporters.regressions.query import Filters, paginate
 from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
 
@@ -104,7 +105,7 @@ def run_regressions(
         if case is None:
             print(f"turnwatch: no regression case {args.case_id}", file=err)
             return 2
-        print(json.dumps(case, indent=2, ensure_ascii=False), file=out)
+        print(json.dumps(case.to_json(), indent=2, ensure_ascii=False), file=out)
         return 0
     filters = Filters(args.service, args.check, args.slice, args.since, args.until)
     if command == "list":
@@ -139,7 +140,7 @@ def _list(store: CaseStore, filters: Filters, args: argparse.Namespace, out: Tex
     return 0
 
 
-def _export(cases: list[dict[str, Any]], args: argparse.Namespace, out: TextIO) -> int:
+def _export(cases: list[Case], args: argparse.Namespace, out: TextIO) -> int:
     text = {"jsonl": to_jsonl, "deepeval": to_deepeval_json, "pytest": to_pytest}[args.format](
         cases
     )
@@ -191,9 +192,9 @@ def _replay(cases, settings, config, args, out: TextIO, err: TextIO) -> int:
     return 1 if failed else 0
 
 
-def replay_from_environment(case: dict):  # -> ReplayResult (import kept lazy for pytest start)
+def replay_from_environment(case: dict[str, Any]):  # -> ReplayResult (lazy imports: pytest start)
     """The step of a module `regressions export --format pytest` writes: settings from the
-    environment, one case replayed."""
+    environment, one case (as its JSON) validated and replayed."""
     import os
     from pathlib import Path
 
@@ -217,7 +218,7 @@ def replay_from_environment(case: dict):  # -> ReplayResult (import kept lazy fo
     )
     try:
         return replay_case(
-            case,
+            Case.model_validate(case),
             client,
             Scorer(settings.scorers),
             model=os.environ.get("TURNWATCH_REPLAY_MODEL"),
