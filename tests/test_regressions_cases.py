@@ -212,7 +212,7 @@ def test_retention_evicts_the_least_recently_seen_case_and_counts_it(tmp_path):
     # Seeing the refund case again makes the deletion case the least recently seen.
     assert store.record(incident(flag, refund_over_limit("r2"))) == "recurrence"
     assert store.record(incident(flag, unknown)) == "new_case"
-    checks = sorted(s["check"] for s in store.summaries())
+    checks = sorted(s.check for s in store.summaries())
     assert checks == ["approval+forbidden_action", "tool_selection"]
     assert registry.get_sample_value("turnwatch_regression_cases_evicted_total") == 1
     [refund] = [c for c in store.cases() if c.signature.check != "tool_selection"]

@@ -59,8 +59,8 @@ def test_a_case_file_of_format_1_loads_and_takes_a_recurrence(tmp_path):
     store, _ = store_at(tmp_path)
 
     [listed] = store.summaries()
-    assert (listed["id"], listed["occurrence_count"]) == (legacy["case_id"], 1)
-    assert listed["last_seen"] == legacy["last_seen"]
+    assert (listed.id, listed.occurrence_count) == (legacy["case_id"], 1)
+    assert listed.to_json()["last_seen"] == legacy["last_seen"]
     case = store.get(legacy["case_id"])
     assert case is not None
     assert case.initial_state.known_token_owners == {EMAIL_B: BOB}

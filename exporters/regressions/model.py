@@ -208,3 +208,39 @@ class Case(WireModel):
     def to_json(self) -> dict[str, JsonValue]:
         """The case as its file holds it."""
         return self.model_dump(mode="json")
+
+    def summary(self) -> CaseSummary:
+        return CaseSummary(
+            id=self.case_id,
+            service=self.signature.service,
+            check=self.signature.check,
+            transition=self.signature.transition,
+            slices=list(self.slice),
+            reasons=list(self.findings.reasons),
+            scenario=self.scenario,
+            rubric_version=self.rubric_version,
+            dataset_version=self.dataset_version,
+            occurrence_count=self.occurrence_count,
+            first_seen=self.first_seen,
+            last_seen=self.last_seen,
+        )
+
+
+class CaseSummary(WireModel):
+    """What listing a case needs (`/api/incidents` items, `regressions list`): no transcript."""
+
+    id: str
+    service: str
+    check: str = Field(description="The signature's check; several critical ones joined by +.")
+    transition: str
+    slices: list[str]
+    reasons: list[str]
+    scenario: str
+    rubric_version: str
+    dataset_version: str
+    occurrence_count: int
+    first_seen: Timestamp
+    last_seen: Timestamp
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return self.model_dump(mode="json")

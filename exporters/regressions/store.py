@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from turnwatch.exporters.regressions.case import NotDeidentified, build_case, occurrence
 from turnwatch.exporters.regressions.config import RegressionConfig
 from turnwatch.exporters.regressions.metrics import Outcome, RegressionMetrics
-from turnwatch.exporters.regressions.model import Case, iso
+from turnwatch.exporters.regressions.model import Case, CaseSummary
 from turnwatch.exporters.regressions.schema import CaseInvalid, validate_case
 from turnwatch.exporters.regressions.signature import signature
 from turnwatch.scorers.contract import Contract
@@ -62,24 +62,6 @@ def regressions_dir(data_dir: Path) -> Path:
     return data_dir / "regressions"
 
 
-def summary(case: Case) -> dict[str, Any]:
-    """What listing needs, without the transcript (JSON values: the API and CLI print it)."""
-    return {
-        "id": case.case_id,
-        "service": case.signature.service,
-        "check": case.signature.check,
-        "transition": case.signature.transition,
-        "slices": list(case.slice),
-        "reasons": list(case.findings.reasons),
-        "scenario": case.scenario,
-        "rubric_version": case.rubric_version,
-        "dataset_version": case.dataset_version,
-        "occurrence_count": case.occurrence_count,
-        "first_seen": iso(case.first_seen),
-        "last_seen": iso(case.last_seen),
-    }
-
-
 class CaseStore:
     def __init__(
         self,
@@ -93,7 +75,7 @@ class CaseStore:
         self.metrics = metrics
         self.contracts = contracts or (lambda service: None)
         self._lock = threading.Lock()
-        self._summaries: dict[str, dict[str, Any]] = {}
+        self._summaries: dict[str, CaseSummary] = {}
         self._revisions: OrderedDict[bytes, None] = OrderedDict()
         self._mtime: int | None = None
         self._scan()
@@ -103,7 +85,7 @@ class CaseStore:
     def path(self, case_id: str) -> Path:
         return self.directory / f"{case_id}.json"
 
-    def summaries(self) -> list[dict[str, Any]]:
+    def summaries(self) -> list[CaseSummary]:
         with self._lock:
             if self._changed_on_disk():
                 self._scan()
@@ -116,8 +98,8 @@ class CaseStore:
         return _read(self.path(case_id))
 
     def cases(self) -> Iterator[Case]:
-        for item in sorted(self.summaries(), key=lambda s: s["id"]):
-            case = self.get(item["id"])
+        for item in sorted(self.summaries(), key=lambda s: s.id):
+            case = self.get(item.id)
             if case is not None:
                 yield case
 
@@ -138,7 +120,7 @@ class CaseStore:
             case = _read(file)
             if case is None:
                 continue
-            self._summaries[case.case_id] = summary(case)
+            self._summaries[case.case_id] = case.summary()
             for item in case.occurrences:
                 self._remember(item.session_id, item.revision)
 
@@ -211,9 +193,9 @@ class CaseStore:
 
     def _make_room(self) -> None:
         while len(self._summaries) >= self.config.max_cases:
-            oldest = min(self._summaries.values(), key=lambda s: (s["last_seen"], s["id"]))
-            self.path(oldest["id"]).unlink(missing_ok=True)
-            del self._summaries[oldest["id"]]
+            oldest = min(self._summaries.values(), key=lambda s: (s.last_seen, s.id))
+            self.path(oldest.id).unlink(missing_ok=True)
+            del self._summaries[oldest.id]
             if self.metrics is not None:
                 self.metrics.evicted.inc()
 
@@ -231,7 +213,7 @@ class CaseStore:
         except OSError:
             temporary.unlink(missing_ok=True)
             raise
-        self._summaries[case.case_id] = summary(case)
+        self._summaries[case.case_id] = case.summary()
         self._mtime = self.directory.stat().st_mtime_ns
 
     def _seen(self, session_id: str, revision: int) -> bool:

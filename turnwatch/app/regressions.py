@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from turnwatch.exporters.regressions.export import FORMATS, to_deepeval_json, to_jsonl, to_pytest
-from turnwatch.exporters.regressions.model import Case
+from turnwatch.exporters.regressions.model import Case, iso
 from turnwatch.exporters.regressions.query import Filters, paginate
 from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
 
@@ -111,7 +111,7 @@ def run_regressions(
     if command == "list":
         return _list(store, filters, args, out)
     summaries = paginate(store.summaries(), filters, limit=10**9).items
-    ids = [item["id"] for item in summaries]
+    ids = [item.id for item in summaries]
     if command == "replay" and args.case:
         missing = sorted(set(args.case) - set(ids))
         if missing:
@@ -127,13 +127,15 @@ def run_regressions(
 def _list(store: CaseStore, filters: Filters, args: argparse.Namespace, out: TextIO) -> int:
     page = paginate(store.summaries(), filters, limit=max(args.limit, 1))
     if args.json:
-        print(json.dumps({"items": page.items, "total": page.total}, indent=2), file=out)
+        items = [item.to_json() for item in page.items]
+        print(json.dumps({"items": items, "total": page.total}, indent=2), file=out)
         return 0
     print(f"{'ID':<20} {'COUNT':>5}  {'LAST SEEN':<25} {'SERVICE':<20} CHECK", file=out)
     for item in page.items:
+        last_seen = iso(item.last_seen)[:25]
         print(
-            f"{item['id']:<20} {item['occurrence_count']:>5}  {item['last_seen'][:25]:<25} "
-            f"{item['service'][:20]:<20} {item['check']}",
+            f"{item.id:<20} {item.occurrence_count:>5}  {last_seen:<25} "
+            f"{item.service[:20]:<20} {item.check}",
             file=out,
         )
     print(f"{len(page.items)} of {page.total} case(s)", file=out)

@@ -13,13 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from statistics import fmean
-from typing import Any
+
+from turnwatch.exporters.regressions.model import CaseSummary
 
 from turnwatch.app.demo.scripts import Script
 from turnwatch.scores import Finding, ScoreRecord, Severity
-
-Summary = dict[str, Any]
-"""A case summary (`exporters.regressions.store.summary`)."""
 
 _SEVERITY_ORDER = list(Severity)
 
@@ -67,7 +65,7 @@ class ConversationResult:
 @dataclass(slots=True)
 class DemoReport:
     results: list[ConversationResult]
-    cases: list[Summary]
+    cases: list[CaseSummary]
     """Summaries of the cases seen during this run."""
     started_at: datetime
     elapsed_seconds: float
@@ -221,9 +219,7 @@ def render(report: DemoReport) -> str:
         f"CRITICAL FAILURES: {sessions_with_critical} sessions"
         + (f" ({critical_text})" if critical_text else "")
     )
-    new = sum(
-        datetime.fromisoformat(case["first_seen"]) >= report.started_at for case in report.cases
-    )
+    new = sum(case.first_seen >= report.started_at for case in report.cases)
     cases_dir = (report.data_dir / "regressions").resolve()
     lines += [
         f"INCIDENTS: {report.incidents} flagged sessions -> {len(report.cases)} regression cases "
@@ -252,6 +248,6 @@ def render(report: DemoReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _case_rows(cases: list[Summary]) -> list[tuple[object, ...]]:
-    ordered = sorted(cases, key=lambda case: (case["check"], case["id"]))
-    return [(case["id"], case["check"], case["occurrence_count"]) for case in ordered]
+def _case_rows(cases: list[CaseSummary]) -> list[tuple[object, ...]]:
+    ordered = sorted(cases, key=lambda case: (case.check, case.id))
+    return [(case.id, case.check, case.occurrence_count) for case in ordered]
