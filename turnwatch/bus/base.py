@@ -25,6 +25,7 @@ from turnwatch.bus.records import (
     Record,
     RecordTooLarge,
     Undecodable,
+    check_output,
     decode,
     revision_of,
     topic_label,
@@ -75,6 +76,8 @@ class RecordProcessor:
             return "duplicate"
         try:
             outputs = await self.handler(topic, record)
+            for output in outputs:
+                check_output(output)
         except Exception as exc:
             # A handler bug on one record must not stall its partition: park it and move on.
             log.warning(

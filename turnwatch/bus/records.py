@@ -75,6 +75,19 @@ def topic_label(topic: str) -> str:
     return topic if topic in TOPICS else "other"
 
 
+class WrongRecord(TypeError):
+    """A processor returned a record that is not its topic's model (a plugin bug)."""
+
+
+def check_output(output: Output) -> None:
+    model = TOPIC_MODELS.get(output.topic)
+    if model is None or not isinstance(output.record, model):
+        expected = model.__name__ if model is not None else "nothing (unknown topic)"
+        raise WrongRecord(
+            f"{topic_label(output.topic)} takes {expected}, not {type(output.record).__name__}"
+        )
+
+
 def encode(record: Record, max_bytes: int) -> bytes:
     if not isinstance(record, BaseModel):
         # A plugin returning a dict would publish whatever it holds: only models go out.
