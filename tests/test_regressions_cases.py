@@ -246,12 +246,12 @@ async def test_bus_incident_to_case_file_and_invalid_incidents_to_the_dead_lette
     assert [counted(registry, o) for o in ("new_case", "duplicate")] == [1, 0]
 
     # What the handler never sees: an incident that does not validate is dead-lettered.
-    envelope = json.loads(wire)
+    incident_json = json.loads(wire)
     broken = [
-        {**envelope, "session": {"turns": "nope"}},
-        {**envelope, "reasons": []},
-        {**envelope, "revision": 2},  # not the revision of the session it carries
-        envelope["score"],  # a bare score record is not an incident
+        {**incident_json, "session": {"turns": "nope"}},
+        {**incident_json, "reasons": []},
+        {**incident_json, "revision": 2},  # not the revision of the session it carries
+        incident_json["score"],  # a bare score record is not an incident
     ]
     for offset, record in enumerate(broken, start=2):
         value = json.dumps(record).encode()
