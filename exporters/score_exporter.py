@@ -12,15 +12,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from prometheus_client import CollectorRegistry
-from pydantic import ValidationError
 from turnwatch.exporters.config import ExporterConfig
 from turnwatch.exporters.labels import LabelLimiter, reason_code
 from turnwatch.exporters.score_metrics import JOINT_OUTCOMES, ScoreMetrics
 
-from turnwatch.bus.records import SCORES, Output
+from turnwatch.bus.records import ExporterRecord, Output
 from turnwatch.drift import SCORE_BUCKETS, DriftTracker
 from turnwatch.revisions import SeenRevisions
 from turnwatch.scores import Score, ScoreRecord, Status
@@ -126,19 +124,13 @@ class ScoreExporter:
         m.drift_window.labels(service, metric, "recent").set(reading.recent)
         m.drift_window.labels(service, metric, "baseline").set(reading.baseline)
 
-    async def handle(self, topic: str, record: dict[str, Any]) -> Sequence[Output]:
-        """The exporter role's bus handler (`RecordHandler`): counts `turnwatch.scores` records.
+    async def handle(self, topic: str, record: ExporterRecord) -> Sequence[Output]:
+        """The exporter role's bus handler (`RecordHandler`): counts score records.
 
         Incidents carry the same records and are left to the regression-case handler, so a
-        flagged session is not counted twice.
+        flagged session is not counted twice. The bus validated the record against its topic's
+        model; one that did not validate was dead-lettered and never reaches this handler.
         """
-        if topic != SCORES:
-            return ()
-        try:
-            score_record = ScoreRecord.model_validate(record)
-        except ValidationError:
-            # Acknowledged, not retried: a record that does not validate never will.
-            self.metrics.records.labels("invalid").inc()
-            return ()
-        self.observe(score_record, score_record.session_ended_at)
+        if isinstance(record, ScoreRecord):
+            self.observe(record, record.session_ended_at)
         return ()

@@ -22,7 +22,8 @@ from tests.test_judge_loopback import LoopbackJudge, Reply, running
 from tests.test_pipeline_e2e import CONTRACTS, UNAPPROVED_REFUND
 from tests.waiting import eventually
 from turnwatch.app.serve import BackgroundService
-from turnwatch.bus.records import SCORES, Output
+from turnwatch.bus.records import ExporterRecord, Output
+from turnwatch.scores import ScoreRecord
 
 pytestmark = pytest.mark.slow  # Presidio and the spaCy model (serve with de-identification)
 
@@ -47,10 +48,10 @@ class Scores:
     """Exporter-side observer: every score record that left the scorer."""
 
     def __init__(self) -> None:
-        self.records: list[dict] = []
+        self.records: list[ScoreRecord] = []
 
-    async def __call__(self, topic: str, record: dict) -> list[Output]:
-        if topic == SCORES:
+    async def __call__(self, topic: str, record: ExporterRecord) -> list[Output]:
+        if isinstance(record, ScoreRecord):
             self.records.append(record)
         return []
 
@@ -101,13 +102,13 @@ def test_judge_faults_leave_metrics_unscored_and_checks_intact(judge, tmp_path):
         FAULTS.items(), scores.records, strict=True
     ):
         # The deterministic side is untouched by the judge's trouble.
-        assert {f["check"] for f in record["critical_failures"]} >= {"approval"}, fault
-        assert record["turn_level"] and record["session_level"], fault
+        assert {f.check for f in record.critical_failures} >= {"approval"}, fault
+        assert record.turn_level and record.session_level, fault
         # Every judge metric is "not scored, because ...", none is a 0.
-        assert record["metrics"], fault
-        for metric in record["metrics"]:
-            assert metric["value"] is None, (fault, metric)
-            assert words in metric["unscored_reason"], (fault, metric)
+        assert record.metrics, fault
+        for metric in record.metrics:
+            assert metric.value is None, (fault, metric)
+            assert words in metric.unscored_reason, (fault, metric)
         errors = registry.get_sample_value("turnwatch_judge_errors_total", {"reason": reason})
         assert errors and errors > 0, (fault, reason)
     scored = [

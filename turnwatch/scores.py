@@ -3,7 +3,12 @@
 Turn-level, trajectory-level and session-level results are kept apart, and critical failures are
 listed on their own so that nothing downstream can average them into a quality score. A check
 that could not be evaluated is `unscored` with a reason, never a zero. Explanations are built from
-contract names, counts, turn indexes and de-identification tokens, never from message text.
+contract names, counts, turn indexes and de-identification tokens, never from message text; a
+finding's `evidence` holds the same facts as fields, so nothing downstream parses explanations.
+
+`schema_version` 1 has grown optional fields since it was first written (`Finding.evidence`):
+records written before them still validate. A reader older than a field rejects records that
+carry it (the models forbid unknown keys), so upgrade exporters before scorers.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from turnwatch.schema import JsonValue, WireModel
+from turnwatch.schema import JsonValue, SparseModel, WireModel
 
 SCORE_SCHEMA_VERSION = 1
 MAX_EXPLANATION_CHARS = 400
@@ -48,11 +53,49 @@ class Slice(StrEnum):
     ADVERSARIAL_STATE = "adversarial-state"
 
 
+class Evidence(SparseModel):
+    """What a finding rests on, in de-identified values only: ids and names from the session and
+    the contract, pseudonym tokens, turn indexes and numbers; never message text or argument
+    values. Each check fills the fields it knows; unset fields are left out of the JSON."""
+
+    related_turn_index: int | None = Field(
+        default=None,
+        description="Another turn the finding points at: where the user gave the fact, the "
+        "answer repeated, the failed tool call, the hand-over.",
+    )
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    rule: str | None = Field(
+        default=None,
+        description="The contract element involved: a forbidden action or required fact id, "
+        "`tools.<name>.approval`, `budgets.<field>`, `success`.",
+    )
+    argument_path: str | None = Field(
+        default=None, description="JSON path into the tool call's arguments, e.g. $['order_id']."
+    )
+    schema_keyword: str | None = Field(
+        default=None, description="The JSON Schema keyword the arguments fail."
+    )
+    token: str | None = Field(
+        default=None, description="The pseudonym token involved, e.g. <EMAIL_ADDRESS_3f9a1c2b>."
+    )
+    entity: str | None = Field(default=None, description="A token type, e.g. EMAIL_ADDRESS.")
+    owner: str | None = Field(
+        default=None, description="The pseudonymous user id that supplied `token`."
+    )
+    replaced_by: str | None = Field(
+        default=None, description="The token the user replaced `token` with."
+    )
+    measured: float | None = Field(default=None, description="The measure compared: a total.")
+    limit: float | None = Field(default=None, description="What it was compared with.")
+
+
 class Finding(WireModel):
     check: str
     turn_index: int | None = Field(description="Turn where the check failed; None = whole session.")
     severity: Severity
     explanation: str = Field(max_length=MAX_EXPLANATION_CHARS)
+    evidence: Evidence = Field(default_factory=Evidence)
 
 
 class CheckResult(WireModel):

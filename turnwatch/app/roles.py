@@ -26,12 +26,14 @@ from turnwatch.exporters.regressions.handler import IncidentHandler, chain
 from turnwatch.exporters.regressions.metrics import RegressionMetrics
 from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
 from turnwatch.exporters.score_exporter import ScoreExporter
+from turnwatch.incidents import Incident
 from turnwatch.schema import Session
 from turnwatch.scorers.flagging import Flagger
 from turnwatch.scorers.judge.evaluate import JudgeEvaluator
 from turnwatch.scorers.outliers import ScoreOutliers
 from turnwatch.scorers.registry import ContractRegistry
 from turnwatch.scorers.runner import Scorer, bus_processor
+from turnwatch.scores import ScoreRecord
 
 
 def scorer_handler(processor: SessionProcessor) -> Handler:
@@ -44,7 +46,8 @@ def scorer_handler(processor: SessionProcessor) -> Handler:
 
 def exporter_handler(handler: RecordHandler) -> Handler:
     async def handle(topic: str, record: Record) -> list[Output]:
-        assert isinstance(record, dict)
+        # The bus validated it against its topic's model (scores or incidents).
+        assert isinstance(record, ScoreRecord | Incident)
         return list(await handler(topic, record))
 
     return handle

@@ -19,17 +19,18 @@ from typing import Protocol
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.records import (
     DEAD_LETTER,
+    DeadLetter,
     Output,
     Record,
     RecordTooLarge,
     Undecodable,
+    check_output,
     decode,
     encode,
     revision_of,
     topic_label,
 )
 from turnwatch.revisions import SeenRevisions
-from turnwatch.schema import SCHEMA_VERSION
 
 log = logging.getLogger("turnwatch.bus")
 
@@ -88,6 +89,8 @@ class RecordProcessor:
             return "duplicate"
         try:
             outputs = await self.handler(topic, record)
+            for output in outputs:
+                check_output(output)
         except Exception as exc:
             # A handler bug on one record must not stall its partition: park it and move on.
             log.warning(
@@ -118,14 +121,13 @@ class RecordProcessor:
     ) -> None:
         self.bus.metrics.dead_lettered.labels(reason).inc()
         payload = (value or b"")[: self.max_record_bytes // 2]
-        record = {
-            "schema_version": SCHEMA_VERSION,
-            "reason": reason,
-            "source_topic": topic,
-            "partition": partition,
-            "offset": offset,
-            "key": key,
-            "value_base64": base64.b64encode(payload).decode(),
-            "value_truncated": len(value or b"") > len(payload),
-        }
+        record = DeadLetter(
+            reason=reason,
+            source_topic=topic,
+            partition=partition,
+            offset=offset,
+            key=key,
+            value_base64=base64.b64encode(payload).decode(),
+            value_truncated=len(value or b"") > len(payload),
+        )
         await self.bus.publish(DEAD_LETTER, key or "", record)

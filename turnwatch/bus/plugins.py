@@ -1,9 +1,10 @@
-"""Plugged-in work for the scorer and exporter roles, named in the configuration.
+"""The plugin surface of the scorer and exporter roles: what `module:function` paths resolve to.
 
-The scorer role calls `bus.scorer_processor(session)` for each session, instead of turnwatch's
-scorers, and publishes what it returns; the exporter role calls `bus.exporter_handler(topic,
-record)` for each score and incident instead of turnwatch's exporters. Either is a
-`module:function` path, resolved here at start-up.
+`bus.scorer_processor` is a `SessionProcessor`: called with each validated `Session`, it returns
+the records to publish. `bus.exporter_handler` is a `RecordHandler`: called with each record of
+`turnwatch.scores` (a `ScoreRecord`) and `turnwatch.incidents` (an `Incident`), validated before
+the call. Both publish `Output(topic, key, model)` tuples; a record is acknowledged only after its
+outputs are.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ import importlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from turnwatch.bus.records import Output
+from turnwatch.bus.records import ExporterRecord, Output
 from turnwatch.schema import Session
 
 SessionProcessor = Callable[[Session], Awaitable[Sequence[Output]]]
-RecordHandler = Callable[[str, dict[str, Any]], Awaitable[Sequence[Output]]]
+RecordHandler = Callable[[str, ExporterRecord], Awaitable[Sequence[Output]]]
 
 
 class PluginError(ValueError):

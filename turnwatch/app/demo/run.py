@@ -195,11 +195,7 @@ class DemoRun:
             for script in SCRIPTS
         ]
         store = CaseStore(regressions_dir(self.settings.data_dir), self.settings.regressions)
-        cases = [
-            case
-            for case in store.summaries()
-            if datetime.fromisoformat(case["last_seen"]) >= started_at
-        ]
+        cases = [case for case in store.summaries() if case.last_seen >= started_at]
         return DemoReport(
             results=results,
             cases=cases,

@@ -13,47 +13,40 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from statistics import fmean
-from typing import Any
 
 from turnwatch.app.demo.scripts import Script
+from turnwatch.exporters.regressions.model import CaseSummary
+from turnwatch.scores import Finding, ScoreRecord, Severity
 
-Record = dict[str, Any]
-
-_SEVERITY_ORDER = ("info", "warning", "error", "critical")
-_LEVELS = ("turn_level", "trajectory_level", "session_level")
+_SEVERITY_ORDER = list(Severity)
 
 
 @dataclass(frozen=True, slots=True)
 class ConversationResult:
     script: Script
-    score: Record | None
+    score: ScoreRecord | None
     incident: bool
 
-    def findings(self) -> list[Record]:
+    def findings(self) -> list[Finding]:
         if self.score is None:
             return []
-        return [
-            finding
-            for level in _LEVELS
-            for result in self.score.get(level, [])
-            for finding in result.get("findings", [])
-        ]
+        return [finding for result in self.score.results() for finding in result.findings]
 
     def checks_fired(self) -> list[str]:
-        return sorted({finding["check"] for finding in self.findings()})
+        return sorted({finding.check for finding in self.findings()})
 
     def critical_checks(self) -> list[str]:
         if self.score is None:
             return []
-        return sorted({finding["check"] for finding in self.score.get("critical_failures", [])})
+        return sorted({finding.check for finding in self.score.critical_failures})
 
     def joint_success(self) -> bool | None:
-        return None if self.score is None else self.score["joint_success"]["value"]
+        return None if self.score is None else self.score.joint_success.value
 
     def slices(self) -> list[str]:
         if self.score is None:
             return []
-        return sorted({tag["slice"] for tag in self.score.get("slices", [])})
+        return sorted({tag.slice.value for tag in self.score.slices})
 
     def missed(self) -> list[str]:
         """Expected checks that reported nothing (a demo claim that did not hold)."""
@@ -71,8 +64,8 @@ class ConversationResult:
 @dataclass(slots=True)
 class DemoReport:
     results: list[ConversationResult]
-    cases: list[Record]
-    """Summaries of the cases seen during this run (`turnwatch.exporters.regressions.store`)."""
+    cases: list[CaseSummary]
+    """Summaries of the cases seen during this run."""
     started_at: datetime
     elapsed_seconds: float
     data_dir: Path
@@ -154,20 +147,20 @@ def _conversations(report: DemoReport) -> list[str]:
 def _findings_by_check(results: list[ConversationResult]) -> list[str]:
     sessions: Counter[str] = Counter()
     findings: Counter[str] = Counter()
-    worst: dict[str, str] = {}
+    worst: dict[str, Severity] = {}
     for result in results:
         seen = set()
         for finding in result.findings():
-            check = finding["check"]
+            check = finding.check
             findings[check] += 1
             seen.add(check)
-            severity = finding["severity"]
-            if _SEVERITY_ORDER.index(severity) > _SEVERITY_ORDER.index(worst.get(check, "info")):
+            severity = finding.severity
+            known = worst.get(check)
+            if known is None or _SEVERITY_ORDER.index(severity) > _SEVERITY_ORDER.index(known):
                 worst[check] = severity
-            worst.setdefault(check, severity)
         sessions.update(seen)
     rows = [
-        (check, sessions[check], findings[check], worst[check])
+        (check, sessions[check], findings[check], worst[check].value)
         for check in sorted(findings, key=lambda name: (-findings[name], name))
     ]
     return _table(("check", "sessions", "findings", "worst severity"), rows)
@@ -178,14 +171,14 @@ def _metrics(results: list[ConversationResult]) -> tuple[list[str], set[str]]:
     unscored: Counter[str] = Counter()
     judges: set[str] = set()
     for result in results:
-        for score in (result.score or {}).get("metrics", []):
-            judge = score.get("metadata", {}).get("judge")
+        for score in result.score.metrics if result.score is not None else []:
+            judge = score.metadata.get("judge")
             if isinstance(judge, str):
                 judges.add(judge)
-            if score["value"] is None:
-                unscored[score["name"]] += 1
+            if score.value is None:
+                unscored[score.name] += 1
             else:
-                values[score["name"]].append(float(score["value"]))
+                values[score.name].append(score.value)
     names = sorted(set(values) | set(unscored))
     rows = [
         (
@@ -251,9 +244,7 @@ def _critical_failures(results: list[ConversationResult]) -> str:
 
 
 def _incidents(report: DemoReport) -> list[str]:
-    new = sum(
-        datetime.fromisoformat(case["first_seen"]) >= report.started_at for case in report.cases
-    )
+    new = sum(case.first_seen >= report.started_at for case in report.cases)
     lines = [
         f"INCIDENTS: {report.incidents} flagged sessions -> {len(report.cases)} regression cases "
         f"({new} new, {len(report.cases) - new} recurring) in {_cases_dir(report)}",
@@ -290,6 +281,6 @@ def _cases_dir(report: DemoReport) -> Path:
     return (report.data_dir / "regressions").resolve()
 
 
-def _case_rows(cases: list[Record]) -> list[tuple[object, ...]]:
-    ordered = sorted(cases, key=lambda case: (case["check"], case["id"]))
-    return [(case["id"], case["check"], case["occurrence_count"]) for case in ordered]
+def _case_rows(cases: list[CaseSummary]) -> list[tuple[object, ...]]:
+    ordered = sorted(cases, key=lambda case: (case.check, case.id))
+    return [(case.id, case.check, case.occurrence_count) for case in ordered]
