@@ -111,7 +111,10 @@ def match(
             latest[score["session_id"]] = score
     pairs = []
     problems = {"missing": 0, "turns_differ": 0, "unexpected": 0}
-    expected = {session_id_for(record["conversation_id"]): record for record in records}
+    expected = {
+        session_id_for(record["emission"]["service"], record["conversation_id"]): record
+        for record in records
+    }
     problems["unexpected"] = len(set(latest) - set(expected))
     for session_id, record in expected.items():
         score = latest.get(session_id)

@@ -24,13 +24,16 @@ from turnwatch.collector.identity import ContextReader
 from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.records import Context, LogView, Observation, SpanView
 from turnwatch.collector.sampler import Sampler, SamplingSignals
-from turnwatch.collector.sessionizer import ClosedSession, Sessionizer
+from turnwatch.collector.sessionizer import TRACE_KEY_SOURCE, ClosedSession, Sessionizer
 
 from turnwatch.schema import CloseReason, SamplingDecision, Session
 
 log = logging.getLogger("turnwatch.collector")
 
 CAPPED_REASONS = frozenset({CloseReason.TURN_CAP, CloseReason.BYTE_CAP, CloseReason.EVICTED})
+TRACE_KEY_WARNING_SECONDS = 60.0
+"""At most one warning a minute about sessions keyed by trace id: naive instrumentation makes
+one per model call, and a log line per session would drown everything else."""
 
 
 @dataclass(slots=True)
@@ -101,7 +104,7 @@ class SessionBuilder:
             dict(
                 session_id=state.session_id,
                 revision=state.revision,
-                conversation_key=state.key,
+                conversation_key=state.conversation_key,
                 key_source=state.key_source,
                 service=state.service or self.service_fallback,
                 user_id=state.user_id,
@@ -162,6 +165,9 @@ class CollectorPipeline:
         self._closed_counter = functools.cache(metrics.sessions_closed.labels)
         self._sampled_counter = functools.cache(metrics.sessions_sampled.labels)
         self._event_sequence = 0
+        self._clock = clock
+        self._trace_keyed_warned_at: float | None = None
+        self._trace_keyed_unreported = 0
 
     def overloaded(self) -> bool:
         return self.next_stage.overloaded()
@@ -237,7 +243,7 @@ class CollectorPipeline:
         opened_before = self.sessionizer.opened
         closed = self.sessionizer.add(trace_id, context, observation, time_ns)
         if self.sessionizer.opened != opened_before:
-            self.metrics.sessions_opened.inc()
+            self.metrics.sessions_opened.inc(self.sessionizer.opened - opened_before)
         for item in closed:
             self._emit(item)
 
@@ -253,9 +259,11 @@ class CollectorPipeline:
 
     def _emit(self, closed: ClosedSession) -> None:
         state = closed.state
+        if state.key_source == TRACE_KEY_SOURCE:
+            self._trace_keyed(state.service)
         self._closed_counter(closed.reason.value).inc()
         decision = self.sampler.decide(
-            state.key,
+            state.conversation_key,
             SamplingSignals(
                 error_spans=state.error_spans,
                 tool_errors=state.tool_errors,
@@ -265,6 +273,30 @@ class CollectorPipeline:
         self._sampled_counter(decision.reason.value).inc()
         if decision.sampled:
             self.next_stage.offer(PendingSession(closed, decision))
+
+    def _trace_keyed(self, service: str | None) -> None:
+        """A trace that never named a conversation closed as a session of its own: count it
+        as opened now (the sessionizer counts only keyed conversations), and warn, rate
+        limited, since it usually means the chatbot sets no conversation id at all."""
+        self.metrics.sessions_opened.inc()
+        self.metrics.sessions_trace_keyed.inc()
+        self._trace_keyed_unreported += 1
+        now = self._clock()
+        last = self._trace_keyed_warned_at
+        if last is not None and now - last < TRACE_KEY_WARNING_SECONDS:
+            return
+        log.warning(
+            "sessions keyed by trace id: no span named a conversation id, so every trace is "
+            "a session of its own; set one of conversation_key.priority on the spans",
+            extra={
+                "reason": "no_conversation_key",
+                "sessions": self._trace_keyed_unreported,
+                "service": service or self.config.service_fallback,
+                "looked_for": self.reader.key_attributes,
+            },
+        )
+        self._trace_keyed_warned_at = now
+        self._trace_keyed_unreported = 0
 
     def _update_gauges(self) -> None:
         self.metrics.sessions_open.set(self.sessionizer.open_count)

@@ -27,10 +27,22 @@ from turnwatch.lru import LRU
 from turnwatch.schema import CloseReason
 
 TRACE_KEY_SOURCE = "trace_id"
+SCOPE_SEPARATOR = "\x1f"
 
 
-def session_id_for(conversation_key: str) -> str:
-    return hashlib.blake2b(conversation_key.encode(), digest_size=16).hexdigest()
+def scoped_key(service: str, conversation_key: str) -> str:
+    """A conversation id names a conversation within its service: two chatbots that both number
+    their conversations from 1 have two sessions each, not one merged session. (A trace id is
+    unique on its own and stays unscoped.)"""
+    return f"{service}{SCOPE_SEPARATOR}{conversation_key}"
+
+
+def session_id_for(service: str, conversation_key: str) -> str:
+    return _session_id(scoped_key(service, conversation_key))
+
+
+def _session_id(key: str) -> str:
+    return hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
 
 
 @dataclass(slots=True)
@@ -61,7 +73,13 @@ class OpenSession:
 
     @property
     def session_id(self) -> str:
-        return session_id_for(self.key)
+        return _session_id(self.key)
+
+    @property
+    def conversation_key(self) -> str:
+        """The key as the chatbot named it: without its service scope."""
+        _, separator, conversation = self.key.partition(SCOPE_SEPARATOR)
+        return conversation if separator else self.key
 
     @property
     def estimated_turns(self) -> int:
@@ -97,6 +115,9 @@ class Sessionizer:
         self._trace_keys: OrderedDict[str, str] = OrderedDict()
         self._max_trace_keys = 4 * config.max_open_sessions
         self.buffered_bytes = 0
+        # Conversations opened under their own key. A bucket keyed by its trace id is not
+        # counted here: most merge into a keyed conversation once a span names it, and the
+        # caller counts the rest when they close as sessions of their own.
         self.opened = 0
 
     @property
@@ -113,7 +134,8 @@ class Sessionizer:
         if session is None:
             session = self._reopen(key, source, now)
             self._open[key] = session
-            self.opened += 1
+            if source != TRACE_KEY_SOURCE:
+                self.opened += 1
         else:
             self._open.move_to_end(key)
         session.last_activity = now
@@ -144,7 +166,7 @@ class Sessionizer:
 
     def _resolve_key(self, trace_id: str, context: Context) -> tuple[str, str]:
         if context.conversation_key:
-            key = context.conversation_key
+            key = scoped_key(context.service, context.conversation_key)
             mapped = self._trace_keys.get(trace_id)
             source = context.key_source or "attribute"
             if mapped != key:
@@ -180,6 +202,7 @@ class Sessionizer:
             target = self._reopen(key, source, self.clock())
             target.opened_at = min(target.opened_at, pending.opened_at)
             self._open[key] = target
+            self.opened += 1
         target.observations.extend(pending.observations)
         target.trace_ids.update(pending.trace_ids)
         target.scopes.update(pending.scopes)

@@ -25,7 +25,7 @@ from turnwatch.scorers.config import ScorerConfig
 from turnwatch.scorers.contract import DEFAULT_CRITICAL
 from turnwatch.scorers.judge.evaluate import JudgeEvaluator
 from turnwatch.scorers.registry import ContractRegistry
-from turnwatch.scorers.scorer import Context, check_result, run_scorer
+from turnwatch.scorers.scorer import Context, check_result, metric_score, run_scorer, unscored
 from turnwatch.scorers.summary import first_broken_transition, joint_success, slices
 
 from turnwatch.bus.records import INCIDENTS, SCORES, Output
@@ -41,6 +41,20 @@ from turnwatch.scores import (
 
 Flag = Callable[[Session, ScoreRecord], list[str]]
 """(session, its score record) -> the reasons it is an incident; empty = not one."""
+
+
+def missing_content(session: Session) -> str | None:
+    """Why no scorer can judge this session, or None when it has text to judge.
+
+    Instrumentation without content capture (the official OpenTelemetry instrumentations'
+    default) sends model calls with timing and tokens but no messages: a check would find
+    nothing wrong and "pass", which says nothing. Its budgets are still measured.
+    """
+    if not session.turns:
+        return "the session has no turns"
+    if all(turn.text is None for turn in session.turns):
+        return "no message content in the session (instrumentation without content capture?)"
+    return None
 
 
 class Scorer:
@@ -75,7 +89,13 @@ class Scorer:
         """The checks' record with the judge metrics filled in (sampled; [] when not judged)."""
         ctx = self.context(session)
         record = self.record(ctx)
-        record.metrics = await self.judge.evaluate(ctx)
+        missing = missing_content(session)
+        if missing is None:
+            record.metrics = await self.judge.evaluate(ctx)
+        elif self.judge.config.enabled:
+            record.metrics = [
+                metric_score(spec.name, unscored(missing)) for spec in self.judge.metrics
+            ]
         return record
 
     def record(self, ctx: Context) -> ScoreRecord:
@@ -84,8 +104,10 @@ class Scorer:
         critical = set(contract.critical if contract is not None else DEFAULT_CRITICAL)
         by_level: dict[Level, list[CheckResult]] = {level: [] for level in Level}
         ordered = []
+        missing = missing_content(session)
         for spec in self.checks:
-            result = check_result(spec.name, run_scorer(spec, ctx), spec.name in critical)
+            outcome = unscored(missing) if missing is not None else run_scorer(spec, ctx)
+            result = check_result(spec.name, outcome, spec.name in critical)
             by_level[spec.level].append(result)
             ordered.append(result)
         results = {result.check: result for result in ordered}

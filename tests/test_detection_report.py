@@ -101,15 +101,14 @@ def test_a_label_without_a_deterministic_check_is_read_from_the_judge_metric():
 
 def test_score_records_match_their_conversation_only_with_the_same_turns():
     corpus = [
-        {"conversation_id": "a", "turns": [{}] * 4},
-        {"conversation_id": "b", "turns": [{}] * 6},
-        {"conversation_id": "c", "turns": [{}] * 4},
+        {"conversation_id": key, "turns": [{}] * turns, "emission": {"service": "shop-bot"}}
+        for key, turns in [("a", 4), ("b", 6), ("c", 4)]
     ]
     scores = [
-        {"session_id": session_id_for("a"), "revision": 1, "budgets": {"turns": 2}},
-        {"session_id": session_id_for("a"), "revision": 2, "budgets": {"turns": 4}},
-        {"session_id": session_id_for("b"), "revision": 1, "budgets": {"turns": 5}},
-        {"session_id": session_id_for("zzz"), "revision": 1, "budgets": {"turns": 5}},
+        {"session_id": session_id_for("shop-bot", "a"), "revision": 1, "budgets": {"turns": 2}},
+        {"session_id": session_id_for("shop-bot", "a"), "revision": 2, "budgets": {"turns": 4}},
+        {"session_id": session_id_for("shop-bot", "b"), "revision": 1, "budgets": {"turns": 5}},
+        {"session_id": session_id_for("shop-bot", "zzz"), "revision": 1, "budgets": {"turns": 5}},
     ]
     pairs, problems = match(corpus, scores)
     assert [record["conversation_id"] for record, _ in pairs] == ["a"]

@@ -22,7 +22,7 @@ from typing import TextIO
 
 from turnwatch.app.collector_role import build_collector
 from turnwatch.app.context import ServiceContext
-from turnwatch.app.demo.chatbot import MODEL, SimulatedChatbot
+from turnwatch.app.demo.chatbot import MODEL, SERVICE_NAME, SimulatedChatbot
 from turnwatch.app.demo.observer import ScoreObserver
 from turnwatch.app.demo.progress import Progress
 from turnwatch.app.demo.scripts import SCRIPTS, Script
@@ -91,7 +91,8 @@ class DemoRun:
         run_id = secrets.token_hex(4)
         self.conversations = {script.name: f"demo-{run_id}-{script.name}" for script in SCRIPTS}
         self.session_ids = {
-            script.name: session_id_for(self.conversations[script.name]) for script in SCRIPTS
+            script.name: session_id_for(SERVICE_NAME, self.conversations[script.name])
+            for script in SCRIPTS
         }
 
     def run(self, out: TextIO) -> int:

@@ -1,0 +1,203 @@
+"""How conversations are named and counted when instrumentation is naive, partial or odd:
+keys scoped by service, trace-keyed sessions counted and warned about, buckets that merge not
+counted as sessions, content-less sessions kept (tokens, latency) but unscored, and the
+OpenLLMetry event-mode shapes (calls beside the choice's message, tool messages without ids)."""
+
+from __future__ import annotations
+
+import logging
+
+from turnwatch.collector.records import LogView, SpanView
+from turnwatch.scorers.config import ScorerConfig
+from turnwatch.scorers.runner import Scorer
+
+from tests.test_sessionizer import Harness, _text, chat_span, marker_span
+from turnwatch.schema import Role
+from turnwatch.scores import Status
+
+START_NS = 1_700_000_000_000_000_000
+
+
+def counter(harness: Harness, name: str) -> float:
+    return harness.registry.get_sample_value(name) or 0.0
+
+
+def with_service(span: SpanView, service: str) -> SpanView:
+    span.resource = {"service.name": service}
+    return span
+
+
+def test_two_services_with_the_same_conversation_id_are_two_sessions() -> None:
+    harness = Harness()
+    for service, trace in [("support-bot", "t-support"), ("billing-bot", "t-billing")]:
+        span = chat_span(trace, [_text("user", f"hi {service}")], "hello", attributes={})
+        span.attributes["gen_ai.conversation.id"] = "conv-1"
+        harness.send(with_service(span, service))
+
+    sessions = harness.sweep_after(61)
+    assert sorted(s.service for s in sessions) == ["billing-bot", "support-bot"]
+    assert {s.conversation_key for s in sessions} == {"conv-1"}
+    assert len({s.session_id for s in sessions}) == 2
+    assert {s.service: s.turns[0].text for s in sessions} == {
+        "support-bot": "hi support-bot",
+        "billing-bot": "hi billing-bot",
+    }
+    assert counter(harness, "turnwatch_sessions_opened_total") == 2
+
+
+def test_trace_buckets_that_merge_into_a_conversation_are_not_counted_as_sessions() -> None:
+    harness = Harness()
+    history: list[dict] = []
+    for turn in range(4):
+        history.append(_text("user", f"question {turn}"))
+        # The chat span comes first and names nothing; the root span naming the conversation
+        # arrives after it, as batch exporters send children before parents.
+        harness.send(chat_span(f"trace-{turn}", list(history), f"answer {turn}"))
+        harness.send(marker_span(f"trace-{turn}", {"session.id": "conv-merged"}))
+        history.append(_text("assistant", f"answer {turn}"))
+
+    [session] = harness.sweep_after(61)
+    assert len(session.turns) == 8 and session.key_source == "session.id"
+    assert counter(harness, "turnwatch_sessions_opened_total") == 1
+    assert harness.closed_total("idle") == 1
+    assert counter(harness, "turnwatch_sessions_trace_keyed_total") == 0
+
+
+def test_sessions_keyed_by_trace_id_are_counted_and_warned_about_once_a_minute(caplog) -> None:
+    caplog.set_level(logging.WARNING, logger="turnwatch.collector")
+    harness = Harness()
+
+    def naive_calls(*traces: str) -> list:
+        for trace in traces:
+            harness.send(chat_span(trace, [_text("user", "hello")], "hi"))
+        return harness.sweep_after(61)
+
+    first = naive_calls("naive-1", "naive-2", "naive-3")
+    assert [s.key_source for s in first] == ["trace_id"] * 3
+    assert counter(harness, "turnwatch_sessions_trace_keyed_total") == 3
+    assert counter(harness, "turnwatch_sessions_opened_total") == 3
+    warnings = [r for r in caplog.records if r.getMessage().startswith("sessions keyed by trace")]
+    assert [(w.levelno, w.sessions) for w in warnings] == [(logging.WARNING, 1)]
+    assert warnings[0].reason == "no_conversation_key" and warnings[0].service == "support-bot"
+
+    # The minute is over (the sweep above advanced the clock past it): the next one warns with
+    # the sessions it did not report.
+    naive_calls("naive-4")
+    warnings = [r for r in caplog.records if r.getMessage().startswith("sessions keyed by trace")]
+    assert [w.sessions for w in warnings] == [1, 3]
+    assert "hello" not in caplog.text
+
+
+def content_less_call(trace: str, start_ns: int) -> SpanView:
+    """A chat span of instrumentation without content capture: usage and timing only."""
+    span = chat_span(trace, [], "", start_ns=start_ns, attributes={"session.id": "conv-dark"})
+    del span.attributes["gen_ai.input.messages"], span.attributes["gen_ai.output.messages"]
+    span.attributes.update({"gen_ai.usage.input_tokens": 40, "gen_ai.usage.output_tokens": 7})
+    return span
+
+
+def test_a_content_less_session_keeps_tokens_and_latency_and_is_unscored() -> None:
+    harness = Harness()
+    harness.send(content_less_call("dark-1", START_NS), content_less_call("dark-2", START_NS + 10))
+
+    [session] = harness.sweep_after(61)
+    assert session.incomplete_reasons == ["no_content"]
+    assert [(t.role, t.text, t.usage.input_tokens, t.latency_ms) for t in session.turns] == [
+        (Role.ASSISTANT, None, 40, 1.0),
+        (Role.ASSISTANT, None, 40, 1.0),
+    ]
+
+    record = Scorer(ScorerConfig()).score(session)
+    results = [*record.turn_level, *record.trajectory_level, *record.session_level]
+    assert results and {r.status for r in results} == {Status.UNSCORED}
+    assert {r.unscored_reason for r in results} == {
+        "no message content in the session (instrumentation without content capture?)"
+    }
+    assert record.joint_success.value is None and record.critical_failures == []
+    assert (record.budgets.input_tokens, record.budgets.output_tokens) == (80, 14)
+    assert record.budgets.latency_ms == 2.0
+
+
+def test_a_session_with_content_is_still_scored() -> None:
+    # Control for the test above: the same scorer passes and fails checks on text.
+    harness = Harness()
+    harness.send(chat_span("lit-1", [_text("user", "hello")], "hi", attributes={"session.id": "c"}))
+    [session] = harness.sweep_after(61)
+    record = Scorer(ScorerConfig()).score(session)
+    statuses = {r.status for r in [*record.turn_level, *record.session_level]}
+    assert Status.PASSED in statuses
+
+
+def event(trace: str, span: str, name: str, body: dict, time_ns: int) -> LogView:
+    return LogView(
+        time_ns=time_ns,
+        trace_id=trace,
+        span_id=span,
+        event_name=name,
+        body=body,
+        attributes={"gen_ai.system": "openai"},
+        resource={"service.name": "support-bot"},
+        scope_name="opentelemetry.instrumentation.openai.v1",
+    )
+
+
+TOOL_CALL = {
+    "id": "call_7",
+    "type": "function",
+    "function": {"name": "lookup_parcel", "arguments": '{"label": "blue"}'},
+}
+
+
+def test_openllmetry_event_mode_calls_beside_the_message_and_tool_messages_without_ids() -> None:
+    harness = Harness()
+    trace = "events-trace"
+    asked = {"content": "Where is the blue parcel?"}
+    records = [
+        # Call 1: the question; the choice carries its tool calls beside `message`.
+        event(trace, "span-1", "gen_ai.user.message", asked, START_NS),
+        event(
+            trace,
+            "span-1",
+            "gen_ai.choice",
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {"content": None},
+                "tool_calls": [TOOL_CALL],
+            },
+            START_NS + 1,
+        ),
+        # Call 2: the history resent, with the tool's answer in a tool message without an id.
+        event(trace, "span-2", "gen_ai.user.message", asked, START_NS + 2),
+        event(
+            trace,
+            "span-2",
+            "gen_ai.assistant.message",
+            {"content": None, "tool_calls": [TOOL_CALL]},
+            START_NS + 3,
+        ),
+        event(
+            trace,
+            "span-2",
+            "gen_ai.tool.message",
+            {"content": '{"status": "packed"}'},
+            START_NS + 4,
+        ),
+        event(
+            trace,
+            "span-2",
+            "gen_ai.choice",
+            {"index": 0, "finish_reason": "stop", "message": {"content": "It is packed."}},
+            START_NS + 5,
+        ),
+    ]
+    assert harness.pipeline.accept_logs(records) == 0
+    harness.send(marker_span(trace, {"session.id": "conv-events"}))
+
+    [session] = harness.sweep_after(61)
+    assert [(t.role, t.text, [(c.id, c.result) for c in t.tool_calls]) for t in session.turns] == [
+        (Role.USER, "Where is the blue parcel?", []),
+        (Role.ASSISTANT, None, [("call_7", {"status": "packed"})]),
+        (Role.ASSISTANT, "It is packed.", []),
+    ]
+    assert not session.incomplete, session.incomplete_reasons
