@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 
+import orjson
 from turnwatch.collector.records import LogView, SpanView
 from turnwatch.scorers.config import ScorerConfig
 from turnwatch.scorers.runner import Scorer
@@ -201,3 +202,83 @@ def test_openllmetry_event_mode_calls_beside_the_message_and_tool_messages_witho
         (Role.ASSISTANT, "It is packed.", []),
     ]
     assert not session.incomplete, session.incomplete_reasons
+
+
+def openinference_span(trace: str, start_ns: int, attributes: dict) -> SpanView:
+    span = marker_span(trace, {"session.id": "conv-langchain", **attributes})
+    span.start_ns, span.end_ns = start_ns, start_ns + 1_000
+    return span
+
+
+def test_langchain_tool_span_in_its_own_trace_joins_its_call_and_chain_spans_are_not_calls():
+    harness = Harness()
+    question = {
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": "Where is the blue parcel?",
+    }
+    call = {
+        "message.role": "assistant",
+        "message.tool_calls.0.tool_call.id": "call_lc1",
+        "message.tool_calls.0.tool_call.function.name": "lookup_parcel",
+        "message.tool_calls.0.tool_call.function.arguments": '{"label": "blue"}',
+    }
+    tool_message = {
+        "type": "tool",
+        "data": {"content": '{"status": "packed"}', "tool_call_id": "call_lc1", "type": "tool"},
+    }
+    harness.send(
+        # The LangGraph run and its graph node: CHAIN spans with a partial copy of the state.
+        openinference_span(
+            "graph-trace",
+            START_NS,
+            {"openinference.span.kind": "CHAIN", "llm.input_messages.0.message.role": "user"},
+        ),
+        openinference_span(
+            "graph-trace",
+            START_NS + 1,
+            {"openinference.span.kind": "CHAIN", **question},
+        ),
+        openinference_span(
+            "graph-trace",
+            START_NS + 2,
+            {
+                "openinference.span.kind": "LLM",
+                **question,
+                **{f"llm.output_messages.0.{key}": value for key, value in call.items()},
+            },
+        ),
+        # The tool ran in a trace of its own; its call id is only inside `output.value`.
+        openinference_span(
+            "tool-trace",
+            START_NS + 3,
+            {
+                "openinference.span.kind": "TOOL",
+                "tool.name": "lookup_parcel",
+                "input.value": "blue",
+                "output.value": orjson.dumps(tool_message).decode(),
+            },
+        ),
+        openinference_span(
+            "graph-trace",
+            START_NS + 4,
+            {
+                "openinference.span.kind": "LLM",
+                **question,
+                **{f"llm.input_messages.1.{key}": value for key, value in call.items()},
+                "llm.input_messages.2.message.role": "tool",
+                "llm.input_messages.2.message.content": '{"status": "packed"}',
+                "llm.input_messages.2.message.tool_call_id": "call_lc1",
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.content": "It is packed.",
+            },
+        ),
+    )
+
+    [session] = harness.sweep_after(61)
+    assert [(t.role, t.text, [(c.id, c.result) for c in t.tool_calls]) for t in session.turns] == [
+        (Role.USER, "Where is the blue parcel?", []),
+        (Role.ASSISTANT, None, [("call_lc1", {"status": "packed"})]),
+        (Role.ASSISTANT, "It is packed.", []),
+    ]
+    [tool_call] = session.turns[1].tool_calls
+    assert tool_call.arguments == {"label": "blue"}

@@ -101,3 +101,7 @@ def test_official_openai_v2_instrumentation_under_an_application_span(client):
 
 def test_pydantic_ai_agent_with_conversation_id(client):
     assert_rebuilt(*python_client("pydantic_ai_agent", "pydantic-ai", client))
+
+
+def test_langchain_agent_through_openinference_with_a_langgraph_thread(client):
+    assert_rebuilt(*python_client("openinference_langchain", "openinference", client))
