@@ -119,6 +119,32 @@ class Settings:
             "SCENARIO_CHAT_BASE_URL": self.chat_base_url,
             "SCENARIO_SERVICE": self.service,
             "SCENARIO_RUN": self.run,
+            "SCENARIO_JSON": json.dumps(self.plan()),
+        }
+
+    def plan(self) -> dict[str, Any]:
+        """The scenario as data, for client scripts that are not written in Python."""
+        return {
+            "model": MODEL,
+            "system": SYSTEM_PROMPT,
+            "tool": {
+                "name": TOOL_NAME,
+                "description": TOOL_DESCRIPTION,
+                "parameters": TOOL_PARAMETERS,
+                "results": {
+                    e.tool_label: tool_result(e.tool_label)
+                    for e in EXCHANGES.values()
+                    if e.tool_label is not None
+                },
+            },
+            "conversations": [
+                {
+                    "id": conversation_id(self.run, conversation),
+                    "user": user_id(conversation),
+                    "messages": [exchange.user for exchange in conversation.exchanges],
+                }
+                for conversation in CONVERSATIONS
+            ],
         }
 
     @property

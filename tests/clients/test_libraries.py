@@ -11,7 +11,7 @@ import pytest
 from turnwatch.collector.deid.pseudonym import Pseudonymizer
 
 from tests.clients.conftest import DEID_SECRET, Client
-from tests.clients.environments import HERE, python_environment
+from tests.clients.environments import HERE, node_project, python_environment
 from tests.clients.scenario import (
     CONVERSATIONS,
     TOOL_NAME,
@@ -105,3 +105,10 @@ def test_pydantic_ai_agent_with_conversation_id(client):
 
 def test_langchain_agent_through_openinference_with_a_langgraph_thread(client):
     assert_rebuilt(*python_client("openinference_langchain", "openinference", client))
+
+
+def test_vercel_ai_sdk_with_session_and_user_in_telemetry_metadata(client):
+    project = node_project()
+    settings, sessions = client(["node", str(project / "vercel_ai.mjs")], "vercel-ai", project)
+    assert_rebuilt(settings, sessions)
+    assert {dialect for s in sessions for dialect in s.provenance.dialects} == {"vercel_ai"}
