@@ -1,4 +1,5 @@
-"""OTLP/gRPC receiver: TraceService and LogsService on the same asyncio loop as HTTP.
+"""OTLP/gRPC receiver: TraceService and LogsService on the same asyncio loop as HTTP, and a
+MetricsService that answers and counts metric exports without decoding them (see otlp_http).
 
 gRPC itself enforces the message size cap (after decompression) and answers RESOURCE_EXHAUSTED.
 Overload is UNAVAILABLE, which OTLP clients retry with backoff; a wrong token is UNAUTHENTICATED;
@@ -16,6 +17,7 @@ from types import ModuleType
 
 import grpc
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
+from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from turnwatch.collector.otlp_common import Undecodable
 from turnwatch.collector.otlp_proto import decode_logs, decode_traces
@@ -81,6 +83,18 @@ class LogsService:
         return response
 
 
+class MetricsService:
+    def __init__(self, receiver: Receiver) -> None:
+        self.receiver = receiver
+
+    async def Export(
+        self, request: bytes, context: grpc.aio.ServicerContext
+    ) -> metrics_service_pb2.ExportMetricsServiceResponse:
+        await _admit(self.receiver, context, "metrics")
+        self.receiver.ignore_request(TRANSPORT, "metrics")
+        return metrics_service_pb2.ExportMetricsServiceResponse()
+
+
 def _raw_export_handler(
     module: ModuleType, service: str, export: Callable
 ) -> grpc.GenericRpcHandler:
@@ -107,6 +121,9 @@ def create_grpc_server(receiver: Receiver, host: str, port: int) -> tuple[grpc.a
         (
             _raw_export_handler(trace_service_pb2, "TraceService", TraceService(receiver).Export),
             _raw_export_handler(logs_service_pb2, "LogsService", LogsService(receiver).Export),
+            _raw_export_handler(
+                metrics_service_pb2, "MetricsService", MetricsService(receiver).Export
+            ),
         )
     )
     bound = server.add_insecure_port(f"{host}:{port}")

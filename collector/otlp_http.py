@@ -1,5 +1,9 @@
 """OTLP/HTTP receiver: `POST /v1/traces` and `POST /v1/logs`, protobuf or JSON, gzip or deflate.
 
+`POST /v1/metrics` is accepted and counted but not decoded: SDKs that export metrics beside
+their traces (traceloop-sdk does by default) would otherwise log a 404 on every export, and
+turnwatch has no use for them.
+
 Error contract (OTLP specification): 200 with `partial_success` for spans that cannot be used,
 400 for an undecodable body, 401 for a missing or wrong bearer token, 413 past the size caps,
 415 for a content type or encoding it does not speak, 503 with Retry-After when the pipeline is
@@ -20,6 +24,9 @@ from google.rpc.status_pb2 import Status
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsPartialSuccess,
     ExportLogsServiceResponse,
+)
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceResponse,
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
@@ -85,6 +92,10 @@ def _error_response(media_type: str, refusal: _Refusal) -> Response:
     return Response(body, refusal.status, refusal.headers, media_type=PROTOBUF)
 
 
+def _not_decoded(body: bytes, limits: DecodeLimits) -> DecodeResult:
+    return DecodeResult()
+
+
 def _success_response(media_type: str, signal: str, outcome: IngestOutcome) -> Response:
     if media_type == JSON:
         payload: dict = {}
@@ -95,6 +106,10 @@ def _success_response(media_type: str, signal: str, outcome: IngestOutcome) -> R
                 "errorMessage": outcome.message,
             }
         return Response(orjson.dumps(payload), 200, media_type=JSON)
+    if signal == "metrics":
+        return Response(
+            ExportMetricsServiceResponse().SerializeToString(), 200, media_type=PROTOBUF
+        )
     if signal == "traces":
         response = ExportTraceServiceResponse()
         if outcome.rejected:
@@ -122,6 +137,8 @@ def create_otlp_app(receiver: Receiver) -> FastAPI:
         ("traces", JSON): otlp_json.decode_traces,
         ("logs", PROTOBUF): otlp_proto.decode_logs,
         ("logs", JSON): otlp_json.decode_logs,
+        ("metrics", PROTOBUF): _not_decoded,
+        ("metrics", JSON): _not_decoded,
     }
     retry_after = {"Retry-After": str(config.retry_after_seconds)}
 
@@ -165,6 +182,8 @@ def create_otlp_app(receiver: Receiver) -> FastAPI:
                 raise _Refusal(400, "undecodable", "body could not be decoded") from None
             if signal == "traces":
                 outcome = receiver.ingest_spans(TRANSPORT, result)
+            elif signal == "metrics":
+                outcome = receiver.ignore_request(TRANSPORT, signal)
             else:
                 outcome = receiver.ingest_logs(TRANSPORT, result)
             return _success_response(answer_type, signal, outcome)
@@ -183,5 +202,9 @@ def create_otlp_app(receiver: Receiver) -> FastAPI:
     @app.post("/v1/logs")
     async def export_logs(request: Request) -> Response:
         return await handle(request, "logs")
+
+    @app.post("/v1/metrics")
+    async def export_metrics(request: Request) -> Response:
+        return await handle(request, "metrics")
 
     return app

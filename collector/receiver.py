@@ -45,6 +45,11 @@ class Receiver:
         self.metrics.request_rejections.labels(transport, reason).inc()
         self.metrics.requests.labels(transport, signal, "rejected").inc()
 
+    def ignore_request(self, transport: str, signal: str) -> IngestOutcome:
+        """An export of a signal turnwatch does not use (metrics): answered, counted, dropped."""
+        self.metrics.requests.labels(transport, signal, "ignored").inc()
+        return IngestOutcome(rejected=0, message="")
+
     def ingest_spans(self, transport: str, result: DecodeResult[SpanView]) -> IngestOutcome:
         failed = self.pipeline.accept_spans(result.items)
         return self._account(transport, "traces", failed, result)

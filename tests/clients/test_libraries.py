@@ -8,6 +8,7 @@ pseudonymous.
 from __future__ import annotations
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from turnwatch.collector.deid.pseudonym import Pseudonymizer
 
 from tests.clients.conftest import DEID_SECRET, Client
@@ -21,6 +22,7 @@ from tests.clients.scenario import (
     tool_result,
     user_id,
 )
+from tests.otlp_requests import LOOPBACK
 from turnwatch.schema import Role, Session
 
 pytestmark = pytest.mark.slow  # installs libraries, runs client processes, loads Presidio
@@ -84,8 +86,17 @@ def test_openllmetry_in_event_mode(client):
     assert {dialect for s in sessions for dialect in s.provenance.dialects} == {"genai_events"}
 
 
-def test_traceloop_sdk_with_association_properties(client):
+def test_traceloop_sdk_with_association_properties(client, turnwatch):
     assert_rebuilt(*python_client("traceloop_sdk", "openllmetry", client))
+    # Its metric exports (to /v1/metrics) are answered and counted, not refused.
+    text = LOOPBACK.get(f"{turnwatch.ops_url}/metrics", timeout=10).text
+    metric_requests = {
+        sample.labels["outcome"]: sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "turnwatch_otlp_requests_total" and sample.labels["signal"] == "metrics"
+    }
+    assert set(metric_requests) == {"ignored"} and metric_requests["ignored"] >= 1
 
 
 def test_official_openai_v2_instrumentation_under_an_application_span(client):
