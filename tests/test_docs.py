@@ -106,3 +106,15 @@ def test_readme_config_example_is_valid(tmp_path, block):
     path = tmp_path / "turnwatch.yaml"
     path.write_text(block, encoding="utf-8")
     load_settings(path)
+
+
+def test_help_says_what_turnwatch_is_and_where_to_start(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        _parser().parse_args(["--help"])
+    shown = capsys.readouterr().out
+    assert exit_info.value.code == 0
+    assert "rebuilds each conversation" in shown and "4318" in shown and "9464" in shown
+    for command in ("serve", "demo", "regressions"):
+        assert re.search(rf"^\s+turnwatch {command}\b|^\s+{command}\b", shown, re.MULTILINE), (
+            command
+        )

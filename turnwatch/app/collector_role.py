@@ -79,7 +79,7 @@ class CollectorRole:
 
     async def start(self, ports: Ports) -> None:
         receiver = Receiver(self.otlp, self.pipeline, self.pipeline.metrics)
-        sock = bind(self.otlp.host, self.otlp.http_port)
+        sock = bind(self.otlp.host, self.otlp.http_port, "OTLP/HTTP", "--otlp-port")
         ports.otlp_http = sock.getsockname()[1]
         self._server = http_server(create_otlp_app(receiver))
         if self.otlp.grpc_enabled:
