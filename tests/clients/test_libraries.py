@@ -118,6 +118,10 @@ def test_langchain_agent_through_openinference_with_a_langgraph_thread(client):
     assert_rebuilt(*python_client("openinference_langchain", "openinference", client))
 
 
+def test_openai_agents_sdk_through_openinference(client):
+    assert_rebuilt(*python_client("openinference_openai_agents", "openinference", client))
+
+
 def test_vercel_ai_sdk_with_session_and_user_in_telemetry_metadata(client):
     project = node_project()
     settings, sessions = client(["node", str(project / "vercel_ai.mjs")], "vercel-ai", project)
