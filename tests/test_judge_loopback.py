@@ -27,6 +27,7 @@ class Reply:
     body: Any = None  # a raw JSON body instead (any status)
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    drip: float = 0.0  # seconds between body bytes: every read succeeds, the body never ends
     refusal: str | None = None
     logprobs: Any = None
 
@@ -86,6 +87,12 @@ class LoopbackJudge:
             def log_message(self, *args: object) -> None:  # keep test output clean
                 pass
 
+            def drip(self, payload: bytes, interval: float) -> None:
+                for byte in payload:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(interval)
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", "0"))
                 request = json.loads(self.rfile.read(length))
@@ -100,7 +107,10 @@ class LoopbackJudge:
                     self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(payload)))
                     self.end_headers()
-                    self.wfile.write(payload)
+                    if reply.drip:
+                        self.drip(payload, reply.drip)
+                    else:
+                        self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client timed out first
 
