@@ -17,7 +17,7 @@ from turnwatch.scorers.judge.schemas import GEvalScore
 from turnwatch.scorers.judge.task import Answer, Task, Unjudged
 
 from tests.test_judge_client import make, sample, task
-from tests.test_judge_loopback import LoopbackJudge, Reply, auto_answer, running
+from tests.test_judge_loopback import LoopbackJudge, Reply, auto_answer, running, score_logprobs
 from tests.test_judge_metrics import context, conversation
 
 
@@ -39,10 +39,7 @@ def errors(registry: CollectorRegistry, reason: str) -> float:
 def scored(logprob: object) -> Reply:
     """A G-Eval answer whose score token carries `logprob` (written by json.dumps as is)."""
     alternatives = [{"token": "7", "logprob": logprob}, {"token": "8", "logprob": -2.0}]
-    return Reply(
-        content='{"score": 7}',
-        logprobs={"content": [{"token": "7", "logprob": -0.1, "top_logprobs": alternatives}]},
-    )
+    return Reply(content='{"score": 7}', logprobs=score_logprobs(alternatives))
 
 
 def geval_task() -> Task[GEvalScore]:
@@ -65,7 +62,7 @@ async def test_a_finite_logprob_weights_the_score(server):
     server.scripted = [scored(-0.5)]
     answer = await judge.ask(geval_task())
     assert isinstance(answer, Answer) and answer.logprobs is not None
-    assert answer.logprobs[0].top == {"7": -0.5, "8": -2.0}
+    assert answer.logprobs[3].top == {"7": -0.5, "8": -2.0}
 
 
 async def test_a_non_finite_number_in_the_verdict_gets_one_repair(server):

@@ -18,7 +18,14 @@ import pytest
 from tests.conftest import make_settings
 from tests.otlp_requests import LOOPBACK, PROTOBUF, chat_span, encode, metric_value, trace_request
 from tests.stages import all_roles_raw
-from tests.test_judge_loopback import LoopbackJudge, Reply, auto_answer, prompt_of, running
+from tests.test_judge_loopback import (
+    LoopbackJudge,
+    Reply,
+    auto_answer,
+    prompt_of,
+    running,
+    score_logprobs,
+)
 from tests.waiting import eventually
 from turnwatch.app.serve import BackgroundService, Service
 from turnwatch.bus.records import ExporterRecord, Output
@@ -154,10 +161,7 @@ def nan_logprobs(request: dict[str, Any]) -> Reply:
     if not prompt_of(request).startswith("Task: score a conversation"):
         return Reply(content=content)
     top = [{"token": "7", "logprob": "NaN"}, {"token": "8", "logprob": -1.0}]
-    return Reply(
-        content=content,
-        logprobs={"content": [{"token": "7", "logprob": -0.1, "top_logprobs": top}]},
-    )
+    return Reply(content=content, logprobs=score_logprobs(top))
 
 
 def test_a_nan_from_the_judge_costs_one_metric_not_the_record(judge):

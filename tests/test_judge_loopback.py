@@ -32,6 +32,13 @@ class Reply:
     logprobs: Any = None
 
 
+def score_logprobs(alternatives: list[dict[str, Any]]) -> dict[str, Any]:
+    """Logprobs of the G-Eval answer `{"score": 7}` token by token, `alternatives` at the score."""
+    lead = [{"token": text, "logprob": 0.0, "top_logprobs": []} for text in ('{"', "score", '": ')]
+    score = {"token": "7", "logprob": -0.1, "top_logprobs": alternatives}
+    return {"content": [*lead, score, {"token": "}", "logprob": 0.0, "top_logprobs": []}]}
+
+
 def _tokens(text: str) -> int:
     return len(text) // 4 + 1
 
