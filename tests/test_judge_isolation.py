@@ -14,6 +14,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
+from turnwatch.scorers.config import ScorerConfig
+from turnwatch.scorers.judge.evaluate import JudgeEvaluator
+from turnwatch.scorers.runner import Scorer, bus_processor
 
 from tests.conftest import make_settings
 from tests.otlp_requests import LOOPBACK, PROTOBUF, chat_span, encode, metric_value, trace_request
@@ -26,9 +30,13 @@ from tests.test_judge_loopback import (
     running,
     score_logprobs,
 )
+from tests.test_scorers_builders import bot, session, user
 from tests.waiting import eventually
 from turnwatch.app.serve import BackgroundService, Service
-from turnwatch.bus.records import ExporterRecord, Output
+from turnwatch.bus.config import BusConfig
+from turnwatch.bus.embedded import EmbeddedBus
+from turnwatch.bus.metrics import BusMetrics
+from turnwatch.bus.records import SCORES, ExporterRecord, Output
 from turnwatch.scores import Part, ScoreRecord
 
 DETERMINISTIC_BOUND_SECONDS = 30.0
@@ -242,3 +250,30 @@ def test_shutdown_publishes_the_sessions_still_being_judged(judge):
     assert stopped < 30  # the backlog's drain is bounded by bus.shutdown_timeout_seconds
     registry = service.registry
     assert registry.get_sample_value("turnwatch_judge_sessions_total", {"outcome": "shutdown"}) == 1
+
+
+async def test_a_judged_part_too_large_for_the_bus_is_counted(judge):
+    registry = CollectorRegistry()
+    config = ScorerConfig.model_validate(
+        {"judge": {"endpoint": {"base_url": judge.base_url, "api_key_env": None}}}
+    )
+    scorer = Scorer(config, judge=JudgeEvaluator(config.judge, registry))
+    chat = session(user("I want a refund"), bot("Which order?"), user("4411"), bot("Done."))
+    checks = scorer.score(chat).model_copy(update={"part": Part.CHECKS})
+    # Room for the checks part, not for the same record with the judge metrics filled in.
+    limit = len(checks.model_dump_json()) + 64
+    bus = EmbeddedBus(BusConfig(max_record_bytes=limit), BusMetrics(registry), None)
+    process = bus_processor(scorer, publish=bus.publish)
+    assert await process(chat) == []
+    await process.drain(30)
+    rejected = {"topic": SCORES, "reason": "too_large"}
+    counted = {
+        "publish_failed": ("turnwatch_judge_sessions_total", {"outcome": "publish_failed"}),
+        "too_large": ("turnwatch_bus_records_rejected_total", rejected),
+        "produced": ("turnwatch_bus_records_produced_total", {"topic": SCORES}),
+    }
+    assert {key: registry.get_sample_value(*sample) for key, sample in counted.items()} == {
+        "publish_failed": 1,
+        "too_large": 1,
+        "produced": 1,  # the checks part
+    }
