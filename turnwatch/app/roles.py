@@ -8,7 +8,7 @@ compose their own from the same builders.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -21,6 +21,7 @@ from turnwatch.app.settings import Settings
 from turnwatch.bus.base import Handler
 from turnwatch.bus.plugins import RecordHandler, SessionProcessor, load_callable
 from turnwatch.bus.records import INCIDENTS, SCORES, SESSIONS, Output, Record
+from turnwatch.exporters.ops import ReadinessCheck
 from turnwatch.exporters.regressions.api import include_incidents_api
 from turnwatch.exporters.regressions.handler import IncidentHandler, chain
 from turnwatch.exporters.regressions.metrics import RegressionMetrics
@@ -32,7 +33,7 @@ from turnwatch.scorers.flagging import Flagger
 from turnwatch.scorers.judge.evaluate import JudgeEvaluator
 from turnwatch.scorers.outliers import ScoreOutliers
 from turnwatch.scorers.registry import ContractRegistry
-from turnwatch.scorers.runner import Scorer, bus_processor
+from turnwatch.scorers.runner import Publish, Scorer, ScoringProcessor, bus_processor
 from turnwatch.scores import ScoreRecord
 
 
@@ -53,14 +54,17 @@ def exporter_handler(handler: RecordHandler) -> Handler:
     return handle
 
 
-def build_scorer_processor(settings: Settings, registry: CollectorRegistry) -> SessionProcessor:
-    """The scorer role's work per session: `bus.scorer_processor`, else turnwatch's scorers."""
+def build_scorer_processor(
+    settings: Settings, registry: CollectorRegistry, publish: Publish | None = None
+) -> SessionProcessor:
+    """The scorer role's work per session: `bus.scorer_processor`, else turnwatch's scorers
+    (given the bus's `publish`, judge metrics follow the checks instead of holding them back)."""
     if settings.bus.scorer_processor:
         return load_callable(settings.bus.scorer_processor)
     judge = JudgeEvaluator(settings.scorers.judge, registry)
     outliers = ScoreOutliers(settings.exporter.drift, settings.regressions.drift_outlier_deviations)
     flag = Flagger(settings.regressions, drift_outlier=outliers)
-    return bus_processor(Scorer(settings.scorers, judge=judge), flag=flag)
+    return bus_processor(Scorer(settings.scorers, judge=judge), flag=flag, publish=publish)
 
 
 @dataclass
@@ -97,14 +101,23 @@ class Consumer:
     handler: Handler
     mount: Callable[[FastAPI], None] | None = None
     """Adds the role's own routes to the ops server."""
+    readiness: dict[str, ReadinessCheck] = field(default_factory=dict)
+    """The role's own `/readyz` checks (the scorer's: a stuck judge)."""
+    drain: Callable[[float], Awaitable[None]] | None = None
+    """Finishes the role's work in progress at shutdown, within the seconds given (the scorer's:
+    the sessions still being judged, whose judged parts it publishes)."""
 
 
 def build_scorer(context: ServiceContext, processor: SessionProcessor | None = None) -> Consumer:
     """Sessions in, score records and incidents out; `processor` defaults to `bus.*` settings."""
     settings = context.settings
-    chosen = processor or build_scorer_processor(settings, context.registry)
+    chosen = processor or build_scorer_processor(settings, context.registry, context.bus().publish)
     group = settings.bus.kafka.scorer_group
-    return Consumer("scorer", (SESSIONS,), group, scorer_handler(chosen))
+    handler = scorer_handler(chosen)
+    if not isinstance(chosen, ScoringProcessor):
+        return Consumer("scorer", (SESSIONS,), group, handler)
+    checks = {"judge": chosen.readiness}
+    return Consumer("scorer", (SESSIONS,), group, handler, readiness=checks, drain=chosen.drain)
 
 
 def build_exporter(context: ServiceContext, tap: RecordHandler | None = None) -> Consumer:
