@@ -26,6 +26,9 @@ from turnwatch.exporters.regressions.handler import IncidentHandler, chain
 from turnwatch.exporters.regressions.metrics import RegressionMetrics
 from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
 from turnwatch.exporters.score_exporter import ScoreExporter
+from turnwatch.exporters.sessions.handler import SessionStoreHandler, open_store
+from turnwatch.exporters.sessions.metrics import SessionStoreMetrics
+from turnwatch.exporters.sessions.store import SessionStore
 from turnwatch.incidents import Incident
 from turnwatch.schema import Session
 from turnwatch.scorers.flagging import Flagger
@@ -44,8 +47,14 @@ def scorer_handler(processor: SessionProcessor) -> Handler:
     return handle
 
 
-def exporter_handler(handler: RecordHandler) -> Handler:
+def exporter_handler(
+    handler: RecordHandler, sessions: SessionStoreHandler | None = None
+) -> Handler:
+    """Scores and incidents to `handler`; sessions (read only when the store is on) to the store."""
+
     async def handle(topic: str, record: Record) -> list[Output]:
+        if isinstance(record, Session) and sessions is not None:
+            return list(await sessions(topic, record))
         # The bus validated it against its topic's model (scores or incidents).
         assert isinstance(record, ScoreRecord | Incident)
         return list(await handler(topic, record))
@@ -66,10 +75,13 @@ def build_scorer_processor(settings: Settings, registry: CollectorRegistry) -> S
 @dataclass
 class Exporters:
     """The exporter stage as `turnwatch serve` runs it: score records and incidents in,
-    Prometheus score metrics and drift gauges, and regression cases on disk out."""
+    Prometheus score metrics and drift gauges, regression cases on disk and the session store
+    out. `sessions_handler` takes the sessions the store joins with their scores."""
 
     handler: RecordHandler
     store: CaseStore
+    sessions: SessionStore | None = None
+    sessions_handler: SessionStoreHandler | None = None
 
 
 def build_exporters(settings: Settings, registry: CollectorRegistry) -> Exporters:
@@ -84,7 +96,14 @@ def build_exporters(settings: Settings, registry: CollectorRegistry) -> Exporter
         contracts,
     )
     scores = ScoreExporter(registry, settings.exporter)
-    return Exporters(handler=chain(scores.handle, IncidentHandler(store)), store=store)
+    handlers: list[RecordHandler] = [scores.handle, IncidentHandler(store)]
+    if not settings.session_store.enabled:
+        return Exporters(handler=chain(*handlers), store=store)
+    metrics = SessionStoreMetrics(registry)
+    sessions = open_store(settings.session_store, settings.data_dir, metrics)
+    sessions_handler = SessionStoreHandler(sessions)
+    handlers.append(sessions_handler)
+    return Exporters(chain(*handlers), store, sessions, sessions_handler)
 
 
 @dataclass(frozen=True)
@@ -108,18 +127,27 @@ def build_scorer(context: ServiceContext, processor: SessionProcessor | None = N
 
 
 def build_exporter(context: ServiceContext, tap: RecordHandler | None = None) -> Consumer:
-    """Score records and incidents in; metrics, regression cases and the incidents API out.
-    `bus.exporter_handler`, when set, replaces the handler; `tap` runs after it on each record."""
+    """Score records and incidents in (sessions too while the session store is on); metrics,
+    regression cases, the session store, the incidents API and the web view out.
+    `bus.exporter_handler` and `tap` run after turnwatch's exporters on each score and
+    incident, beside them: a tap never turns the exporters off."""
     settings = context.settings
     exporters = build_exporters(settings, context.registry)
-    configured = settings.bus.exporter_handler
-    handler = load_callable(configured) if configured else exporters.handler
-    if tap is not None:
-        handler = chain(handler, tap)
-    token = settings.regressions.api_token
-    mount = functools.partial(include_incidents_api, store=exporters.store, token=token)
+    taps = [load_callable(settings.bus.exporter_handler)] if settings.bus.exporter_handler else []
+    taps += [tap] if tap is not None else []
+    handler = chain(exporters.handler, *taps)
+    topics: tuple[str, ...] = (SCORES, INCIDENTS)
+    if exporters.sessions is not None:
+        topics = (SESSIONS, *topics)
+    mount = functools.partial(mount_exporter_routes, settings=settings, exporters=exporters)
     group = settings.bus.kafka.exporter_group
-    return Consumer("exporter", (SCORES, INCIDENTS), group, exporter_handler(handler), mount)
+    consume = exporter_handler(handler, exporters.sessions_handler)
+    return Consumer("exporter", topics, group, consume, mount)
+
+
+def mount_exporter_routes(app: FastAPI, settings: Settings, exporters: Exporters) -> None:
+    token = settings.regressions.api_token
+    include_incidents_api(app, store=exporters.store, token=token)
 
 
 Role = Literal["all", "collector", "scorer", "exporter"]
