@@ -18,6 +18,7 @@ Definitions of every figure: `benchmarks/detection_report.py`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import secrets
 import sys
@@ -59,13 +60,18 @@ def run(
     contracts: dict[str, dict],
     timeout: float,
     secret: str | None = None,
+    workdir: Path | None = None,
 ) -> list[dict]:
     """Send every conversation; return the score records the server produced for them.
 
     `secret` is the server's `deid.secret`: session ids are derived from the conversation key
-    without it today (`session_id_for`), but a keyed derivation would need it to match."""
-    with tempfile.TemporaryDirectory(prefix="turnwatch-detection-") as workdir:
-        work = Path(workdir)
+    without it today (`session_id_for`), but a keyed derivation would need it to match.
+    `workdir` keeps the server's directory (its session store is `workdir/data/sessions.db`);
+    by default a temporary one is removed afterwards."""
+    with contextlib.ExitStack() as stack:
+        if workdir is None:
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tw-detect-")))
+        work = workdir
         contracts_dir = work / "contracts"
         write_contracts(contracts, contracts_dir)
         server = Server(work, contracts_dir, secret=secret or secrets.token_hex(16))

@@ -24,7 +24,7 @@ from turnwatch.bus.records import INCIDENTS, SCORES, SESSIONS, Output, Record
 from turnwatch.exporters.regressions.api import include_incidents_api
 from turnwatch.exporters.regressions.handler import IncidentHandler, chain
 from turnwatch.exporters.regressions.metrics import RegressionMetrics
-from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
+from turnwatch.exporters.regressions.store import CaseStore, ContractLookup, regressions_dir
 from turnwatch.exporters.score_exporter import ScoreExporter
 from turnwatch.exporters.sessions.handler import SessionStoreHandler, open_store
 from turnwatch.exporters.sessions.metrics import SessionStoreMetrics
@@ -84,16 +84,18 @@ class Exporters:
     sessions_handler: SessionStoreHandler | None = None
 
 
-def build_exporters(settings: Settings, registry: CollectorRegistry) -> Exporters:
+def contract_lookup(settings: Settings) -> ContractLookup | None:
+    """Service name -> its contract (what regression cases copy from it), if contracts exist."""
     contracts_dir = settings.scorers.contracts_dir
-    contracts = (
-        ContractRegistry.from_directory(contracts_dir).for_service if contracts_dir else None
-    )
+    return ContractRegistry.from_directory(contracts_dir).for_service if contracts_dir else None
+
+
+def build_exporters(settings: Settings, registry: CollectorRegistry) -> Exporters:
     store = CaseStore(
         regressions_dir(settings.data_dir),
         settings.regressions,
         RegressionMetrics(registry),
-        contracts,
+        contract_lookup(settings),
     )
     scores = ScoreExporter(registry, settings.exporter)
     handlers: list[RecordHandler] = [scores.handle, IncidentHandler(store)]
