@@ -29,6 +29,7 @@ from turnwatch.exporters.score_exporter import ScoreExporter
 from turnwatch.exporters.sessions.handler import SessionStoreHandler, open_store
 from turnwatch.exporters.sessions.metrics import SessionStoreMetrics
 from turnwatch.exporters.sessions.store import SessionStore
+from turnwatch.exporters.web.app import WebView, include_web_ui
 from turnwatch.incidents import Incident
 from turnwatch.schema import Session
 from turnwatch.scorers.flagging import Flagger
@@ -148,8 +149,21 @@ def build_exporter(context: ServiceContext, tap: RecordHandler | None = None) ->
 
 
 def mount_exporter_routes(app: FastAPI, settings: Settings, exporters: Exporters) -> None:
+    """The incidents API and, with the session store, the web view (same token for both)."""
     token = settings.regressions.api_token
     include_incidents_api(app, store=exporters.store, token=token)
+    if exporters.sessions is not None:
+        view = WebView(
+            exporters.sessions,
+            exporters.store,
+            token,
+            settings.data_dir,
+            settings.session_store.curated_dataset,
+            settings.regressions,
+            contract_lookup(settings),
+            exporters.sessions.metrics,
+        )
+        include_web_ui(app, view)
 
 
 Role = Literal["all", "collector", "scorer", "exporter"]
