@@ -8,11 +8,11 @@ The corpus (generated from the seed, or read from a directory written by
 OTLP/HTTP protobuf exporter, one tracer provider per service, conversation by conversation in
 corpus order (a disclosure across sessions needs its source session scored first). The server
 runs with the embedded bus, free ports, a temporary data directory, the corpus's contracts, a
-pseudonym key chosen here, default de-identification and the built-in heuristic judge; its
-exporter role is replaced by `benchmarks/detection_sink.py`, which writes every score record to a
-file. A record is matched to its conversation through the session id turnwatch derives from the
-conversation key, and must have rebuilt exactly the corpus's turns (the labels index them).
-Definitions of every figure: `benchmarks/detection_report.py`.
+pseudonym key chosen here, default de-identification and the built-in heuristic judge; beside
+its exporters `benchmarks/detection_sink.py` taps the exporter role and writes every score
+record to a file. A record is matched to its conversation through the session id turnwatch
+derives from the conversation key, and must have rebuilt exactly the corpus's turns (the
+labels index them). Definitions of every figure: `benchmarks/detection_report.py`.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ import numpy as np
 from pydantic import BaseModel
 from turnwatch.exporters.sessions.config import CalibrationConfig
 from turnwatch.exporters.sessions.model import JudgeScore, StoredSession
-from turnwatch.exporters.sessions.reviews import Review, Verdict
+from turnwatch.exporters.sessions.reviews import REVIEW_SLICES, Review, Verdict
 from turnwatch.exporters.sessions.stats import (
     Bootstrap,
     Interval,
@@ -360,10 +360,12 @@ def calibrate(
 
 
 def agreement_points(report: Report) -> dict[tuple[str, str], float]:
-    """(metric, slice) -> kappa, for `turnwatch_judge_agreement`; slice `all` or a slice name."""
+    """(metric, slice) -> kappa, for `turnwatch_judge_agreement`: slice `all` or one of the
+    evaluation guide's slices (a slice tag imported from elsewhere gets no series)."""
     points = {}
     for row in report.metrics:
-        if row.kappa.value is None or row.group.startswith("service:"):
+        name = row.group.removeprefix("slice:")
+        if row.kappa.value is None or (name != ALL and name not in REVIEW_SLICES):
             continue
-        points[(row.metric, row.group.removeprefix("slice:"))] = row.kappa.value
+        points[(row.metric, name)] = row.kappa.value
     return points

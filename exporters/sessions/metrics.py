@@ -47,3 +47,16 @@ class SessionStoreMetrics:
 
     def wrote(self, record: str, outcome: WriteOutcome) -> None:
         self.writes.labels(record, outcome).inc()
+
+
+class AgreementMetrics:
+    """What `turnwatch calibrate --prometheus FILE` writes (label values: judge metric names and
+    the evaluation guide's slices, both fixed sets)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.agreement = Gauge(
+            "turnwatch_judge_agreement",
+            "Cohen's kappa between reviewed labels and the judge metric, per failure slice.",
+            ["metric", "slice"],
+            registry=registry,
+        )

@@ -15,10 +15,11 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
+from prometheus_client import CollectorRegistry, write_to_textfile
 
 from turnwatch.app.sessions import add_store_location, store_from_args
 from turnwatch.exporters.sessions.calibrate import ALL, Report, agreement_points, calibrate
+from turnwatch.exporters.sessions.metrics import AgreementMetrics
 from turnwatch.exporters.sessions.reviews import BadReviewLine, read_jsonl
 
 COMMAND = "calibrate"
@@ -101,12 +102,7 @@ def run_calibrate(
 
 def write_gauges(report: Report, path: Path) -> None:
     registry = CollectorRegistry()
-    gauge = Gauge(
-        "turnwatch_judge_agreement",
-        "Cohen's kappa between reviewed labels and the judge metric, per failure slice.",
-        ["metric", "slice"],
-        registry=registry,
-    )
+    gauge = AgreementMetrics(registry).agreement
     for (metric, slice_name), value in sorted(agreement_points(report).items()):
         gauge.labels(metric, slice_name).set(value)
     write_to_textfile(str(path), registry)
