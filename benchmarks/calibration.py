@@ -1,7 +1,8 @@
 """Calibration against the labelled corpus: `turnwatch calibrate` reproduces the detection
 benchmark's per-check figures, now with 95% bootstrap intervals.
 
-    python benchmarks/calibration.py [--split dev|heldout] [--seed N] [--limit N] [--json]
+    python benchmarks/calibration.py [--split dev|heldout] [--seed N] [--corpus DIR] [--limit N]
+                                     [--json]
 
 The corpus goes through a real `turnwatch serve` exactly as in `benchmarks/detection.py`; its
 session store (now filled beside the record sink) is read back, the corpus labels become reviews
@@ -28,9 +29,8 @@ from turnwatch.exporters.sessions.database import SqliteDatabase
 from turnwatch.exporters.sessions.reviews import write_jsonl
 from turnwatch.exporters.sessions.store import SessionStore
 
-from benchmarks.corpus import DEFAULT_COUNT, make_corpus
 from benchmarks.corpus.reviews import corpus_reviews, stored_pairs
-from benchmarks.detection import match, run
+from benchmarks.detection import add_corpus_arguments, load_corpus, match, run
 from benchmarks.detection_report import report
 from turnwatch.app.cli import main as turnwatch
 
@@ -42,13 +42,11 @@ CHECK_FIGURES = {
 }
 
 
-def reproduce(split: str = "dev", seed: int = 1, count: int = DEFAULT_COUNT, limit=None):
-    """(comparison rows, calibrate's report as JSON)."""
-    corpus = make_corpus(seed, split, count)
-    records = corpus.records[:limit] if limit else corpus.records
+def reproduce(records: list[dict[str, Any]], contracts: dict[str, dict]):
+    """(comparison rows, calibrate's report as JSON, conversations matched, sent)."""
     with tempfile.TemporaryDirectory(prefix="tw-calibration-") as workdir:
         work = Path(workdir)
-        run(records, corpus.contracts(), timeout=900, workdir=work)
+        run(records, contracts, timeout=900, workdir=work)
         data = work / "data"
         store = SessionStore(SqliteDatabase(data / "sessions.db"))
         pairs = stored_pairs(store, records, match)
@@ -111,13 +109,14 @@ def _cell(value: float | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", choices=["dev", "heldout"], default="dev")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--count", type=int, default=DEFAULT_COUNT)
+    add_corpus_arguments(parser)
     parser.add_argument("--limit", type=int, help="only the first N conversations")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    rows, calibrated, matched, total = reproduce(args.split, args.seed, args.count, args.limit)
+    records, contracts = load_corpus(args)
+    if args.limit:
+        records = records[: args.limit]
+    rows, calibrated, matched, total = reproduce(records, contracts)
     if args.json:
         print(json.dumps({"rows": rows, "calibrate": calibrated}, indent=2))
     else:

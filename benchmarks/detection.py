@@ -130,13 +130,18 @@ def match(
     return pairs, problems
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_corpus_arguments(parser: argparse.ArgumentParser) -> None:
+    """Which corpus: generated from a seed and split, or read from a directory."""
     parser.add_argument("--split", choices=["dev", "heldout"], default="dev")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--count", type=int, default=DEFAULT_COUNT)
-    parser.add_argument("--limit", type=int, help="only the first N conversations")
     parser.add_argument("--corpus", type=Path, help="a directory written by the generator")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_corpus_arguments(parser)
+    parser.add_argument("--limit", type=int, help="only the first N conversations")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for scores")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)

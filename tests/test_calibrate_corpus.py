@@ -10,6 +10,7 @@ import pytest
 from turnwatch.exporters.sessions.reviews import Verdict
 
 from benchmarks.calibration import reproduce
+from benchmarks.corpus import DEFAULT_COUNT, make_corpus
 from benchmarks.corpus.reviews import corpus_review
 from tests.session_records import failing, scored
 
@@ -39,7 +40,8 @@ def test_a_planted_defect_confirms_the_finding_at_its_turn_and_other_findings_ar
 
 @pytest.mark.slow
 def test_calibrate_reproduces_the_detection_figures_on_the_corpus():
-    rows, calibrated, matched, total = reproduce("dev", seed=1, limit=60)
+    corpus = make_corpus(1, "dev", DEFAULT_COUNT)
+    rows, calibrated, matched, total = reproduce(corpus.records[:60], corpus.contracts())
     assert matched == total == 60
     assert len({row["name"] for row in rows}) >= 10  # every deterministic check and judge metric
     mismatched = [row for row in rows if not row["match"]]

@@ -113,15 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     from turnwatch.exporters.sessions.database import SqliteDatabase
     from turnwatch.exporters.sessions.store import SessionStore
 
-    from benchmarks.corpus import DEFAULT_COUNT
-    from benchmarks.detection import load_corpus, match
+    from benchmarks.detection import add_corpus_arguments, load_corpus, match
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--split", choices=["dev", "heldout"], default="dev")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--count", type=int, default=DEFAULT_COUNT)
-    parser.add_argument("--corpus", type=Path, help="a directory written by the generator")
+    add_corpus_arguments(parser)
     parser.add_argument("--output", "-o", type=Path, help="file to write (default stdout)")
     args = parser.parse_args(argv)
     records, _contracts = load_corpus(args)

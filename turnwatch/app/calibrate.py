@@ -11,16 +11,16 @@ fine, 1 a judge metric's kappa is below `calibration.min_agreement` (or `--min-a
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any, TextIO
 
 from prometheus_client import CollectorRegistry, write_to_textfile
 
-from turnwatch.app.sessions import add_store_location, store_from_args
+from turnwatch.app.sessions import add_store_location, store_command
 from turnwatch.exporters.sessions.calibrate import ALL, Report, agreement_points, calibrate
 from turnwatch.exporters.sessions.metrics import AgreementMetrics
 from turnwatch.exporters.sessions.reviews import BadReviewLine, read_jsonl
+from turnwatch.exporters.sessions.store import SessionStore
 
 COMMAND = "calibrate"
 
@@ -59,14 +59,8 @@ def _minimums(values: list[str]) -> dict[str, float]:
     return minimums
 
 
-def run_calibrate(
-    args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
-) -> int:
-    out, err = out or sys.stdout, err or sys.stderr
-    opened = store_from_args(args, err)
-    if opened is None:
-        return 2
-    settings, store = opened
+@store_command
+def run_calibrate(args, settings, store: SessionStore, out: TextIO, err: TextIO) -> int:
     try:
         minimums = _minimums(args.min_agreement)
         if args.reviews is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -102,14 +103,25 @@ def store_from_args(args: argparse.Namespace, err: TextIO) -> tuple[Any, Session
         return None
 
 
-def run_sessions(
-    args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
-) -> int:
-    out, err = out or sys.stdout, err or sys.stderr
-    opened = store_from_args(args, err)
-    if opened is None:
-        return 2
-    settings, store = opened
+StoreCommand = Callable[[argparse.Namespace, Any, SessionStore, TextIO, TextIO], int]
+
+
+def store_command(body: StoreCommand) -> Callable[..., int]:
+    """`body(args, settings, store, out, err)` as a CLI entry point `(args, out=, err=)`: the
+    store opened from --config / --data-dir, exit 2 with a message when it cannot be."""
+
+    def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+        out, err = out or sys.stdout, err or sys.stderr
+        opened = store_from_args(args, err)
+        if opened is None:
+            return 2
+        return body(args, *opened, out, err)
+
+    return run
+
+
+@store_command
+def run_sessions(args, settings, store: SessionStore, out: TextIO, err: TextIO) -> int:
     command = args.sessions_command
     if command == "list":
         page = store.list(filters_of(args), max(1, args.limit), max(0, args.offset))
