@@ -74,6 +74,8 @@ def test_pages_are_self_contained(site):
 
 def test_bad_input_is_a_clear_client_error(site):
     base, _ = site
+    local = LOOPBACK.get(f"{base}/ui/sessions?since=2026-11-01T13:29", headers=BEARER)
+    assert FAILED in local.text and "sess-ok-00" not in local.text  # no offset: UTC
     bad_time = LOOPBACK.get(f"{base}/ui/sessions?since=yesterday", headers=BEARER)
     assert bad_time.status_code == 400 and "invalid filter since" in bad_time.text
     missing = LOOPBACK.get(f"{base}/ui/sessions/no-such-session", headers=BEARER)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from turnwatch.schema import Session
 from turnwatch.scores import ScoreRecord
@@ -29,6 +29,12 @@ class SessionFilters(BaseModel):
     flagged: bool | None = None
     since: datetime | None = None
     until: datetime | None = None
+
+    @field_validator("since", "until")
+    @classmethod
+    def _utc_unless_said(cls, value: datetime | None) -> datetime | None:
+        # A browser's datetime-local field sends no offset: stored times are UTC.
+        return value.replace(tzinfo=UTC) if value and value.tzinfo is None else value
 
 
 class SessionSummary(BaseModel):
