@@ -16,10 +16,10 @@ from turnwatch.exporters.sessions.metrics import SessionStoreMetrics
 from turnwatch.exporters.sessions.model import SessionFilters
 from turnwatch.exporters.sessions.reviews import FindingLabel, Review, Verdict
 from turnwatch.exporters.sessions.store import SessionStore
-from turnwatch.scores import Part
 
 from tests.postgres_server import PostgresServer
 from tests.session_records import START, failing, healthy, incident, relevancy, scored
+from turnwatch.scores import Part
 
 NOW = START.timestamp()
 
