@@ -7,6 +7,7 @@ from prometheus_client import CollectorRegistry
 from turnwatch.collector.deid.config import DeidConfig
 from turnwatch.collector.deid.metrics import DeidMetrics
 from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.exporters.evaluation_events import EvaluationMetrics
 from turnwatch.exporters.regressions.metrics import RegressionMetrics
 from turnwatch.exporters.score_metrics import ScoreMetrics
 from turnwatch.exporters.sessions.metrics import AgreementMetrics, SessionStoreMetrics
@@ -25,4 +26,5 @@ def full_registry() -> CollectorRegistry:
     RegressionMetrics(registry)
     SessionStoreMetrics(registry)
     AgreementMetrics(registry)
+    EvaluationMetrics(registry)
     return registry
