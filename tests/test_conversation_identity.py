@@ -8,13 +8,14 @@ from __future__ import annotations
 import logging
 
 import orjson
+import pytest
 from turnwatch.collector.records import LogView, SpanView
 from turnwatch.scorers.config import ScorerConfig
-from turnwatch.scorers.runner import Scorer
+from turnwatch.scorers.runner import Scorer, bus_processor
 
 from tests.test_sessionizer import Harness, _text, chat_span, marker_span
 from turnwatch.schema import Role
-from turnwatch.scores import Status
+from turnwatch.scores import Part, Status
 
 START_NS = 1_700_000_000_000_000_000
 
@@ -282,3 +283,32 @@ def test_langchain_tool_span_in_its_own_trace_joins_its_call_and_chain_spans_are
     ]
     [tool_call] = session.turns[1].tool_calls
     assert tool_call.arguments == {"label": "blue"}
+
+
+@pytest.mark.parametrize("base_url", [None, "http://127.0.0.1:9/v1"], ids=["heuristic", "remote"])
+async def test_a_content_less_session_has_every_judge_metric_unscored_without_a_judge_call(
+    base_url,
+) -> None:
+    """Inline (heuristic) and through the backlog (a remote judge, here one nobody answers):
+    the judge is never asked about a session without text, and says why."""
+    harness = Harness()
+    harness.send(content_less_call("dark-3", START_NS))
+    [session] = harness.sweep_after(61)
+    config = ScorerConfig.model_validate({"judge": {"endpoint": {"base_url": base_url}}})
+    published: list = []
+
+    async def publish(topic: str, key: str, record) -> None:
+        published.append(record)
+
+    processor = bus_processor(Scorer(config), publish=publish)
+    [output] = await processor(session)
+    await processor.drain(5)
+
+    assert published == []  # no checks part waiting for a judged part: one complete record
+    record = output.record
+    assert record.part is Part.COMPLETE
+    judged = [spec.name for spec in processor.scorer.judge.metrics]
+    assert judged and [m.name for m in record.metrics] == judged
+    assert {(m.value, m.unscored_reason) for m in record.metrics} == {
+        (None, "no message content in the session (instrumentation without content capture?)")
+    }
