@@ -140,7 +140,8 @@ def stored_pairs(store: Any, records: list[dict[str, Any]], match: Any):
 
     scores = []
     for record in records:
-        stored = store.get(session_id_for(record["conversation_id"]))
+        session_id = session_id_for(record["emission"]["service"], record["conversation_id"])
+        stored = store.get(session_id)
         if stored is not None and stored.score is not None:
             scores.append(stored.score.model_dump(mode="json"))
     pairs, _problems = match(records, scores)
