@@ -48,6 +48,11 @@ def _digest(*parts: bytes) -> str:
     return hashlib.sha256(b"\0".join(parts)).hexdigest()[:12]
 
 
+TRUST_SYSTEM_CERTIFICATES = {"UV_NATIVE_TLS": "1", "NODE_USE_SYSTEM_CA": "1"}
+"""uv and Node.js bring their own CA bundles; pip uses the system's. With these, a machine whose
+TLS-inspecting proxy's CA is installed system-wide builds the environments as pip would."""
+
+
 def node_path() -> str:
     """PATH with the wheel's Node first (npm's scripts run `env node`)."""
     return f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -61,7 +66,7 @@ def _quietly(command: list[str], cwd: Path | None = None) -> None:
         capture_output=True,
         text=True,
         timeout=INSTALL_TIMEOUT_SECONDS,
-        env={**os.environ, "PATH": node_path()},
+        env={**TRUST_SYSTEM_CERTIFICATES, **os.environ, "PATH": node_path()},
     )
     if finished.returncode != 0:
         raise RuntimeError(
