@@ -69,7 +69,8 @@ class CollectorMetrics:
         )
         self.buffered_bytes = Gauge(
             "turnwatch_session_buffer_bytes",
-            "Approximate bytes of content buffered in open sessions.",
+            "Memory the sessionizer holds: open sessions, content kept for the reopen window "
+            "and its key maps (measured object sizes).",
             registry=registry,
         )
         self.handoff_depth = Gauge(

@@ -268,7 +268,7 @@ class CollectorPipeline:
 
     def _update_gauges(self) -> None:
         self.metrics.sessions_open.set(self.sessionizer.open_count)
-        self.metrics.buffered_bytes.set(self.sessionizer.buffered_bytes)
+        self.metrics.buffered_bytes.set(self.sessionizer.held_bytes)
 
     async def run_sweeper(self) -> None:
         interval = self.config.sessions.sweep_interval_seconds

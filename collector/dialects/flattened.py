@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from turnwatch.collector.dialects.base import split_system
-from turnwatch.collector.records import Message, Observation
+from turnwatch.collector.dialects.base import CONTENT_OVERHEAD, held_size, split_system
+from turnwatch.collector.records import DeferredContent, Message, Observation
 
 MessageParser = Callable[[list[dict[str, Any]], frozenset[str], list[str]], list[Message]]
 
@@ -32,28 +32,98 @@ def has_prefix(attributes: dict[str, Any], *prefixes: str) -> bool:
     return any(key.startswith(prefixes) for key in attributes)
 
 
-def prefixed_size(attributes: dict[str, Any], prefixes: tuple[str, ...]) -> int:
-    """Bytes of message content under the given prefixes, without parsing it."""
-    return sum(
-        len(value) if isinstance(value, str) else 16
-        for key, value in attributes.items()
-        if key.startswith(prefixes)
-    )
+class FlattenedContent(DeferredContent):
+    """A flattened model call's message attributes (only those), parsed at assembly.
+
+    Resent history: a call whose input attributes include every input attribute of the previous
+    call, unchanged, and adds only messages at higher indexes keeps just those; the whole input
+    parses to the previous call's messages followed by theirs.
+    """
+
+    def __init__(
+        self,
+        channel: str,
+        parse: MessageParser,
+        markers: frozenset[str],
+        input_prefix: str,
+        output_prefix: str,
+        inputs: dict[str, Any],
+        outputs: dict[str, Any],
+    ) -> None:
+        self.channel = channel
+        self.parse = parse
+        self.markers = markers
+        self.input_prefix = input_prefix
+        self.output_prefix = output_prefix
+        self.inputs = inputs
+        self.outputs = outputs
+        self.previous: FlattenedContent | None = None
+        self.count = -1  # memo: 1 + the highest message index of the whole input
+        self.history_bytes = held_size(inputs)
+        self.held_bytes = CONTENT_OVERHEAD + self.history_bytes + held_size(outputs)
+
+    def history(self) -> object:
+        return self.inputs
+
+    def message_count(self) -> int:
+        if self.count < 0:
+            self.count = (
+                max([_index(key, self.input_prefix) for key in self.inputs], default=-1) + 1
+            )
+        return self.count
+
+    def drop_known(self, previous: DeferredContent, history: object) -> bool:
+        if not isinstance(previous, FlattenedContent) or not isinstance(history, dict):
+            return False
+        new = self.inputs
+        if len(new) < len(history) or not history.items() <= new.items():
+            return False
+        known = previous.message_count()
+        count = known
+        rest: dict[str, Any] = {}
+        for key in new.keys() - history.keys():
+            index = _index(key, self.input_prefix)
+            if index < known:
+                # An attribute added to a message the previous call already sent, or one that
+                # names no message: not an extension.
+                return False
+            rest[key] = new[key]
+            count = max(count, index + 1)
+        self.held_bytes += held_size(rest) - self.history_bytes
+        self.inputs, self.previous, self.count = rest, previous, count
+        return True
+
+    def fill(self, call: Observation) -> bool:
+        reasons = call.incomplete_reasons
+        inputs = self.parse(indexed(self.inputs, self.input_prefix), self.markers, reasons)
+        call.outputs = self.parse(indexed(self.outputs, self.output_prefix), self.markers, reasons)
+        call.inputs, call.system_instructions = split_system(inputs)
+        return self.previous is not None
 
 
-def deferred_messages(
+def _index(key: str, prefix: str) -> int:
+    """The message index of `prefix.{i}.rest`, or -1."""
+    index_text, _, rest = key[len(prefix) + 1 :].partition(".")
+    if index_text.isascii() and index_text.isdecimal() and rest:
+        return int(index_text)
+    return -1
+
+
+def flattened_content(
+    channel: str,
     parse: MessageParser,
     input_prefix: str,
     output_prefix: str,
     attributes: dict[str, Any],
     markers: frozenset[str],
-) -> Callable[[Observation], None]:
-    """The content of a flattened model call, parsed when its session is assembled."""
-
-    def fill(call: Observation) -> None:
-        reasons = call.incomplete_reasons
-        inputs = parse(indexed(attributes, input_prefix), markers, reasons)
-        call.outputs = parse(indexed(attributes, output_prefix), markers, reasons)
-        call.inputs, call.system_instructions = split_system(inputs)
-
-    return fill
+) -> FlattenedContent:
+    """The message attributes of a flattened model call, split from the rest of the span."""
+    input_head, output_head = input_prefix + ".", output_prefix + "."
+    inputs: dict[str, Any] = {}
+    outputs: dict[str, Any] = {}
+    for key, value in attributes.items():
+        if key.startswith(input_head):
+            inputs[key] = value
+        elif key.startswith(output_head):
+            outputs[key] = value
+    return FlattenedContent(channel, parse, markers, input_prefix, output_prefix, inputs, outputs)

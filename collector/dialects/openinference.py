@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from turnwatch.collector.dialects.base import (
+    OBSERVATION_OVERHEAD,
     SpanDecoder,
     first_int,
     first_str,
@@ -18,12 +19,7 @@ from turnwatch.collector.dialects.base import (
     tool_call_part,
     tool_execution,
 )
-from turnwatch.collector.dialects.flattened import (
-    deferred_messages,
-    has_prefix,
-    indexed,
-    prefixed_size,
-)
+from turnwatch.collector.dialects.flattened import flattened_content, has_prefix, indexed
 from turnwatch.collector.records import (
     STATUS_ERROR,
     Message,
@@ -103,6 +99,14 @@ class OpenInferenceDecoder(SpanDecoder):
             )
         if not has_prefix(attributes, *MESSAGE_PREFIXES):
             return None
+        content = flattened_content(
+            self.name,
+            _messages,
+            "llm.input_messages",
+            "llm.output_messages",
+            attributes,
+            self.markers,
+        )
         return Observation(
             kind=ObservationKind.LLM_CALL,
             dialect=self.name,
@@ -115,8 +119,6 @@ class OpenInferenceDecoder(SpanDecoder):
             input_tokens=first_int(attributes, "llm.token_count.prompt"),
             output_tokens=first_int(attributes, "llm.token_count.completion"),
             incomplete_reasons=["dropped_attributes"] if span.dropped_attributes else [],
-            size_bytes=prefixed_size(attributes, MESSAGE_PREFIXES),
-            deferred_content=deferred_messages(
-                _messages, "llm.input_messages", "llm.output_messages", attributes, self.markers
-            ),
+            size_bytes=OBSERVATION_OVERHEAD + content.held_bytes,
+            content=content,
         )

@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 from turnwatch.collector.dialects.base import (
+    OBSERVATION_OVERHEAD,
     SpanDecoder,
     first_int,
     first_str,
@@ -20,12 +21,7 @@ from turnwatch.collector.dialects.base import (
     tool_call_part,
     tool_execution,
 )
-from turnwatch.collector.dialects.flattened import (
-    deferred_messages,
-    has_prefix,
-    indexed,
-    prefixed_size,
-)
+from turnwatch.collector.dialects.flattened import flattened_content, has_prefix, indexed
 from turnwatch.collector.records import (
     STATUS_ERROR,
     Message,
@@ -107,6 +103,9 @@ class OpenLLMetryDecoder(SpanDecoder):
             )
         if not has_prefix(attributes, *MESSAGE_PREFIXES):
             return None
+        content = flattened_content(
+            self.name, _messages, "gen_ai.prompt", "gen_ai.completion", attributes, self.markers
+        )
         return Observation(
             kind=ObservationKind.LLM_CALL,
             dialect=self.name,
@@ -123,8 +122,6 @@ class OpenLLMetryDecoder(SpanDecoder):
                 attributes, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"
             ),
             incomplete_reasons=["dropped_attributes"] if span.dropped_attributes else [],
-            size_bytes=prefixed_size(attributes, MESSAGE_PREFIXES),
-            deferred_content=deferred_messages(
-                _messages, "gen_ai.prompt", "gen_ai.completion", attributes, self.markers
-            ),
+            size_bytes=OBSERVATION_OVERHEAD + content.held_bytes,
+            content=content,
         )
