@@ -86,7 +86,8 @@ class CollectorMetrics:
         )
         self.assembly_duration = Histogram(
             "turnwatch_session_assembly_seconds",
-            "Time to assemble one sampled session into its wire record (parse, align, validate).",
+            "CPU time to assemble one sampled session into its wire record (parse, align, "
+            "validate), of the thread that assembles it.",
             buckets=ASSEMBLY_BUCKETS,
             registry=registry,
         )

@@ -89,6 +89,8 @@ class FlattenedContent(DeferredContent):
                 return False
             rest[key] = new[key]
             count = max(count, index + 1)
+        if not rest:  # the same input again (a retry): nothing to extend
+            return False
         self.held_bytes += held_size(rest) - self.history_bytes
         self.inputs, self.previous, self.count = rest, previous, count
         return True

@@ -210,7 +210,7 @@ class GenAIContent(DeferredContent):
             if rest.lstrip()[:1] != ",":
                 return False
         elif isinstance(new, list) and isinstance(history, list):
-            if len(new) < len(history) or new[: len(history)] != history:
+            if len(new) <= len(history) or new[: len(history)] != history:
                 return False
             rest = new[len(history) :]
         else:
