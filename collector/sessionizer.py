@@ -25,6 +25,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from turnwatch.collector.config import SessionConfig
 from turnwatch.collector.records import Context, Observation, ObservationKind
@@ -77,7 +78,7 @@ class HistoryTail:
     """The last model call of a channel and its whole input, for the next call to extend."""
 
     observation: Observation
-    history: object
+    history: Any  # a str, list or dict: `object` breaks mypyc's dataclass annotations
     extra_bytes: int
     """What the whole input holds beyond the observation (which may keep only its new part)."""
 
