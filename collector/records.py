@@ -128,9 +128,11 @@ class DeferredContent:
         """This call's whole input, in the form `drop_known` compares (None: nothing to compare)."""
         return None
 
-    def drop_known(self, previous: DeferredContent, history: object) -> bool:
-        """If this call's input starts with the whole of `history` (the input of `previous`),
-        keep only the rest and return True; otherwise change nothing and return False."""
+    def drop_known(self, previous: DeferredContent | None, history: object) -> bool:
+        """Called once, when the call is buffered: if this call's input starts with the whole of
+        `history` (the input of `previous`, the channel's last call), keep only the rest and
+        return True; otherwise keep it whole and return False. Either way `held_bytes` is then
+        complete (a content may leave measuring its input until it knows what it keeps)."""
         return False
 
 

@@ -385,9 +385,9 @@ class Sessionizer:
         tail = session.tails.get(content.channel)
         held_before = content.held_bytes
         previous = tail.observation.content if tail is not None else None
-        if tail is not None and previous is not None and content.drop_known(previous, tail.history):
-            observation.resends = tail.observation
-            observation.size_bytes += content.held_bytes - held_before
+        if content.drop_known(previous, tail.history if tail is not None else None):
+            observation.resends = tail.observation if tail is not None else None
+        observation.size_bytes += content.held_bytes - held_before
         # A trimmed observation no longer holds its whole input: the tail does, until the next.
         extra = content.history_bytes if observation.resends is not None else 0
         if tail is None:

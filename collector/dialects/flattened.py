@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -59,8 +60,10 @@ class FlattenedContent(DeferredContent):
         self.outputs = outputs
         self.previous: FlattenedContent | None = None
         self.count = -1  # memo: 1 + the highest message index of the whole input
-        self.history_bytes = held_size(inputs)
-        self.held_bytes = CONTENT_OVERHEAD + self.history_bytes + held_size(outputs)
+        # The input is measured in drop_known: a call that extends the previous one adds only
+        # the size of what it adds, instead of walking every message attribute again.
+        self.history_bytes = -1
+        self.held_bytes = CONTENT_OVERHEAD + held_size(outputs)
 
     def history(self) -> object:
         return self.inputs
@@ -72,12 +75,32 @@ class FlattenedContent(DeferredContent):
             )
         return self.count
 
-    def drop_known(self, previous: DeferredContent, history: object) -> bool:
-        if not isinstance(previous, FlattenedContent) or not isinstance(history, dict):
+    def drop_known(self, previous: DeferredContent | None, history: object) -> bool:
+        rest = self._rest(previous, history)
+        if rest is None or not isinstance(previous, FlattenedContent):
+            self.history_bytes = held_size(self.inputs)
+            self.held_bytes += self.history_bytes
             return False
+        rest_bytes = held_size(rest)
+        whole = previous.history_bytes
+        if whole < 0 or not isinstance(history, dict):
+            self.history_bytes = held_size(self.inputs)
+        else:  # the previous whole input, with the new attributes in a larger dict
+            self.history_bytes = (
+                whole + rest_bytes + sys.getsizeof(self.inputs) - sys.getsizeof(history)
+            )
+        self.held_bytes += rest_bytes
+        self.inputs, self.previous = rest, previous
+        return True
+
+    def _rest(self, previous: DeferredContent | None, history: object) -> dict[str, Any] | None:
+        """The input attributes of messages after the previous call's, or None when this input
+        does not extend the previous one."""
+        if not isinstance(previous, FlattenedContent) or not isinstance(history, dict):
+            return None
         new = self.inputs
         if len(new) < len(history) or not history.items() <= new.items():
-            return False
+            return None
         known = previous.message_count()
         count = known
         rest: dict[str, Any] = {}
@@ -86,14 +109,13 @@ class FlattenedContent(DeferredContent):
             if index < known:
                 # An attribute added to a message the previous call already sent, or one that
                 # names no message: not an extension.
-                return False
+                return None
             rest[key] = new[key]
             count = max(count, index + 1)
         if not rest:  # the same input again (a retry): nothing to extend
-            return False
-        self.held_bytes += held_size(rest) - self.history_bytes
-        self.inputs, self.previous, self.count = rest, previous, count
-        return True
+            return None
+        self.count = count
+        return rest
 
     def fill(self, call: Observation) -> bool:
         reasons = call.incomplete_reasons

@@ -195,7 +195,7 @@ class GenAIContent(DeferredContent):
     def history(self) -> object:
         return self.inputs if isinstance(self.inputs, str | list) else None
 
-    def drop_known(self, previous: DeferredContent, history: object) -> bool:
+    def drop_known(self, previous: DeferredContent | None, history: object) -> bool:
         if not isinstance(previous, GenAIContent):
             return False
         new = self.inputs
