@@ -182,10 +182,10 @@ def main() -> None:
         f"sampling rate {args.sampling_rate}, {collector.BUILD}; ranges over rounds"
     )
     print(
-        f"{'run':<20}{'spans/s':>17}{'spans/CPU-s':>17}{'request path':>17}{'assembly':>12}"
-        f"{'p50 ms':>13}{'p99 ms':>13}{'503s':>6}"
+        f"{'run':<20}{'spans/s':>17}{'spans/CPU-s':>17}{'request path':>17}{'assembly':>14}"
+        f"{'p50 ms':>19}{'p99 ms':>19}{'503s':>6}"
     )
-    print(f"{'':<20}{'':>17}{'end to end':>17}{'spans/CPU-s':>17}{'CPU us/span':>12}")
+    print(f"{'':<20}{'':>17}{'end to end':>17}{'spans/CPU-s':>17}{'CPU us/span':>14}")
 
     def span_of(values: list[float], digits: int = 0) -> str:
         return f"{min(values):,.{digits}f}-{max(values):,.{digits}f}"
@@ -195,9 +195,9 @@ def main() -> None:
             f"{name:<20}{span_of([r['spans_per_s'] for r in measured]):>17}"
             f"{span_of([r['spans_per_cpu_s'] for r in measured]):>17}"
             f"{span_of([r['request_path_per_cpu_s'] for r in measured]):>17}"
-            f"{span_of([r['assembly_us_per_span'] for r in measured], 1):>12}"
-            f"{span_of([r['p50_ms'] for r in measured], 1):>13}"
-            f"{span_of([r['p99_ms'] for r in measured], 1):>13}"
+            f"{span_of([r['assembly_us_per_span'] for r in measured], 1):>14}"
+            f"{span_of([r['p50_ms'] for r in measured], 1):>19}"
+            f"{span_of([r['p99_ms'] for r in measured], 1):>19}"
             f"{int(sum(r['retries'] for r in measured)):>6}"
         )
     turnwatch = [r["spans_per_cpu_s"] for r in rows["saturated"]]

@@ -77,6 +77,7 @@ def comparable(session: Session) -> dict:
     return session.model_dump(exclude={"revision", "sampling", "key_source"})
 
 
+@pytest.mark.slow  # a long run: 400-turn conversations, about 20 s in all
 @pytest.mark.parametrize("dialect", RESENDING)
 def test_a_400_turn_resent_conversation_passes_whole_at_default_settings(dialect: str) -> None:
     resent = received(conversation_spans(dialect, f"long-{dialect}", 200, resent=True))
