@@ -30,6 +30,7 @@ from typing import Any
 from turnwatch.collector.config import SessionConfig
 from turnwatch.collector.records import Context, Observation, ObservationKind
 
+from turnwatch.lru import LRU
 from turnwatch.schema import CloseReason
 
 TRACE_KEY_SOURCE = "trace_id"
@@ -172,12 +173,19 @@ class Sessionizer:
         self.config = config
         self.clock = clock
         self.revisions = RevisionClock(wall_clock)
+        # Open sessions are ordered by activity but not an LRU: they are bounded by count and by
+        # bytes together, and evicting one closes it (the caller gets it), rather than forgets it.
         self._open: OrderedDict[str, OpenSession] = OrderedDict()
-        # Closed sessions whose content is kept for the reopen window, oldest close first.
+        # Closed sessions whose content is kept for the reopen window, oldest close first; bounded
+        # by bytes (`max_reopen_bytes`) and by age, so an ordered map rather than the LRU.
         self._kept: OrderedDict[str, OpenSession] = OrderedDict()
         # Conversation keys closed lately, so a late span past the window is flagged truncated.
-        self._closed_keys: OrderedDict[str, None] = OrderedDict()
+        self._closed_keys: LRU[str, bool] = LRU(config.max_remembered_sessions)
+        # Touched by every span, so a local OrderedDict rather than the shared LRU: from this
+        # compiled module, going through the LRU's Python methods measured about 12% more CPU per
+        # span in `add` (compiled A/B, 30 alternating runs). Same bound and order as the LRU.
         self._trace_keys: OrderedDict[str, str] = OrderedDict()
+        self._max_trace_keys = 4 * config.max_open_sessions
         self.open_bytes = 0
         self.kept_bytes = 0
         self.opened = 0
@@ -267,8 +275,7 @@ class Sessionizer:
     def _remember_trace(self, trace_id: str, key: str) -> None:
         self._trace_keys[trace_id] = key
         self._trace_keys.move_to_end(trace_id)
-        limit = 4 * self.config.max_open_sessions
-        while len(self._trace_keys) > limit:
+        if len(self._trace_keys) > self._max_trace_keys:
             self._trace_keys.popitem(last=False)
 
     def _merge_trace_session(self, trace_id: str, key: str, source: str) -> None:
@@ -402,10 +409,7 @@ class Sessionizer:
         self.open_bytes -= session.size
         session.revision = self.revisions.next()
         session.closed_at = self.clock()
-        self._closed_keys[key] = None
-        self._closed_keys.move_to_end(key)
-        while len(self._closed_keys) > self.config.max_remembered_sessions:
-            self._closed_keys.popitem(last=False)
+        self._closed_keys.put(key, True)
         if reason not in CAPPED and self.config.reopen_window_seconds > 0:
             earlier = self._kept.pop(key, None)
             if earlier is not None:

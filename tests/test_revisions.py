@@ -1,7 +1,7 @@
 """Revision identity: a returning conversation is never taken for a redelivery downstream.
 
 Downstream stages drop a record whose (session id, revision) they have seen: the bus consumer's
-`Deduper` (100 k entries by default) and the exporter's `RevisionLog`. Revisions come from the
+and the exporter's `SeenRevisions` (100 k entries each by default). Revisions come from the
 close time (`RevisionClock`), so they grow across a restart and past the sessionizer's memory of
 closed conversations, which is smaller than those dedupe memories.
 """
@@ -18,13 +18,12 @@ import pytest
 from prometheus_client import CollectorRegistry
 from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.sessionizer import REVISION_COUNTER_SPAN, RevisionClock
-from turnwatch.exporters.score_exporter import RevisionLog
 
 from tests.conversations import conversation_spans, received
 from tests.stages import assembling_pipeline
 from turnwatch.app.settings import load_settings
-from turnwatch.bus.dedupe import Deduper
 from turnwatch.bus.records import SESSIONS, revision_of
+from turnwatch.revisions import SeenRevisions
 from turnwatch.schema import Session
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,14 +33,14 @@ class Downstream:
     """The two dedupe memories a session record meets after the collector."""
 
     def __init__(self) -> None:
-        self.bus = Deduper(100_000)
-        self.exporter = RevisionLog(100_000)
+        self.bus = SeenRevisions(100_000)
+        self.exporter = SeenRevisions(100_000)
 
     def accepts(self, session: Session) -> bool:
-        identity = (SESSIONS, session.session_id, revision_of(session))
-        if self.bus.seen(identity):
+        identity = (session.session_id, revision_of(session), SESSIONS)
+        if self.bus.seen(*identity):
             return False
-        self.bus.add(identity)
+        self.bus.add(*identity)
         return self.exporter.first_time(session.session_id, session.revision)
 
 
@@ -145,5 +144,5 @@ def test_a_conversation_closed_by_two_processes_in_turn_gets_growing_revisions()
     second = close_in_a_new_process(1)
     assert second[0] == first[0]
     assert second[1] > first[1]
-    log = RevisionLog(10)
+    log = SeenRevisions(10)
     assert log.first_time(*first) and log.first_time(*second)

@@ -6,8 +6,20 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from turnwatch.collector.dialects.base import CONTENT_OVERHEAD, held_size, split_system
-from turnwatch.collector.records import DeferredContent, Message, Observation
+from turnwatch.collector.dialects.base import (
+    CONTENT_OVERHEAD,
+    OBSERVATION_OVERHEAD,
+    held_size,
+    maybe_json,
+    split_system,
+)
+from turnwatch.collector.records import (
+    DeferredContent,
+    Message,
+    Observation,
+    ObservationKind,
+    SpanView,
+)
 
 MessageParser = Callable[[list[dict[str, Any]], frozenset[str], list[str]], list[Message]]
 
@@ -151,3 +163,47 @@ def flattened_content(
         elif key.startswith(output_head):
             outputs[key] = value
     return FlattenedContent(channel, parse, markers, input_prefix, output_prefix, inputs, outputs)
+
+
+def tool_result(call_id: Any, text: str | None, redacted: bool, name: Any = None) -> Message:
+    """A flattened `tool` role message: the result of the call `call_id`."""
+    return Message(
+        role="tool",
+        tool_call_id=str(call_id) if call_id else None,
+        tool_response=maybe_json(text),
+        name=name,
+        redacted=redacted,
+    )
+
+
+def flattened_call(
+    span: SpanView,
+    dialect: str,
+    parse: MessageParser,
+    prefixes: tuple[str, str],
+    markers: frozenset[str],
+    usage: tuple[str | None, str | None, int | None, int | None],
+) -> Observation:
+    """A model call whose messages are flattened under the (input, output) `prefixes` (each
+    ending in "."); `usage` is (provider, model, input tokens, output tokens). Its content is
+    parsed when its session is assembled, and resent history is dropped from it on the
+    dialect's channel."""
+    provider, model, input_tokens, output_tokens = usage
+    content = flattened_content(
+        dialect, parse, prefixes[0][:-1], prefixes[1][:-1], span.attributes, markers
+    )
+    return Observation(
+        kind=ObservationKind.LLM_CALL,
+        dialect=dialect,
+        trace_id=span.trace_id,
+        span_id=span.span_id,
+        start_ns=span.start_ns,
+        end_ns=span.end_ns,
+        provider=provider,
+        model=model,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        incomplete_reasons=["dropped_attributes"] if span.dropped_attributes else [],
+        size_bytes=OBSERVATION_OVERHEAD + content.held_bytes,
+        content=content,
+    )
