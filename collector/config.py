@@ -73,7 +73,18 @@ class SessionConfig(Section):
         description="A late span within this window re-emits the whole conversation as a new "
         "revision; after it, the late spans form a new revision on their own.",
     )
-    max_remembered_sessions: int = Field(default=50_000, ge=0)
+    max_reopen_bytes: int = Field(
+        default=128 * MiB,
+        ge=0,
+        description="Content of closed sessions kept for the reopen window (part of "
+        "max_buffered_bytes); past it the oldest closed session's content is dropped first.",
+    )
+    max_remembered_sessions: int = Field(
+        default=50_000,
+        ge=0,
+        description="Closed conversation keys remembered, so a late span after its content was "
+        "dropped opens a revision flagged truncated.",
+    )
     end_marker_attributes: dict[str, str] = Field(
         default={"turnwatch.session.end": "true"},
         description="Attribute values that close a session at once.",

@@ -69,7 +69,8 @@ class CollectorMetrics:
         )
         self.buffered_bytes = Gauge(
             "turnwatch_session_buffer_bytes",
-            "Approximate bytes of content buffered in open sessions.",
+            "Memory the sessionizer holds: open sessions, content kept for the reopen window "
+            "and its key maps (measured object sizes).",
             registry=registry,
         )
         self.handoff_depth = Gauge(
@@ -85,7 +86,8 @@ class CollectorMetrics:
         )
         self.assembly_duration = Histogram(
             "turnwatch_session_assembly_seconds",
-            "Time to assemble one sampled session into its wire record (parse, align, validate).",
+            "CPU time to assemble one sampled session into its wire record (parse, align, "
+            "validate), of the thread that assembles it.",
             buckets=ASSEMBLY_BUCKETS,
             registry=registry,
         )
