@@ -202,6 +202,14 @@ def confirmation_requests(text: str) -> list[str]:
     return found
 
 
+def claims_human(text: str) -> bool:
+    """A sentence saying the assistant is a person, and not, in the same breath, that it is not."""
+    return any(
+        CLAIMS_HUMAN.search(sentence) and not HONEST_BOT.search(sentence)
+        for sentence in sentences(text)
+    )
+
+
 def is_consent(text: str) -> bool:
     """A short reply that says yes somewhere outside a question, and does not say no to it."""
     if len(words(text)) > MAX_CONSENT_WORDS:

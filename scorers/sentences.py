@@ -60,6 +60,12 @@ def words(text: str) -> list[str]:
     return [match.group(0).casefold() for match in _WORD.finditer(text)]
 
 
+def word_runs(text: str, length: int) -> set[tuple[str, ...]]:
+    """Every run of `length` consecutive words (bigrams for repeats, longer runs for quotes)."""
+    found = words(text)
+    return {tuple(found[start : start + length]) for start in range(len(found) - length + 1)}
+
+
 def phrase_pattern(phrases: Iterable[str]) -> re.Pattern[str] | None:
     """One pattern matching any of the phrases (None for no phrases). A word never matches
     inside a token (`date` does not name <DATE_TIME_...>); a phrase word written as a token type

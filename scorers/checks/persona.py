@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from turnwatch.scorers.contract import Contract
-from turnwatch.scorers.phrases import CLAIMS_HUMAN, ESCALATION, HONEST_BOT, REFUSAL
+from turnwatch.scorers.phrases import ESCALATION, REFUSAL, claims_human
 from turnwatch.scorers.scorer import Context, Draft, Result, counted, unscored
-from turnwatch.scorers.sentences import sentences, words
+from turnwatch.scorers.sentences import word_runs
 
 from turnwatch.schema import Role
 from turnwatch.scores import Evidence
@@ -70,12 +70,13 @@ def _scope_answers(ctx: Context) -> list[ScopeAnswer]:
     return found
 
 
-def _shingles(text: str) -> set[tuple[str, ...]]:
-    found = words(text)
-    return {
-        tuple(found[start : start + REVEALED_WORDS])
-        for start in range(len(found) - REVEALED_WORDS + 1)
-    }
+def instruction_runs(instructions: list[str]) -> set[tuple[str, ...]]:
+    """The runs of words a reply must not repeat from the system instructions."""
+    return {run for text in instructions for run in word_runs(text, REVEALED_WORDS)}
+
+
+def repeated_runs(text: str, runs: set[tuple[str, ...]]) -> int:
+    return len(word_runs(text, REVEALED_WORDS) & runs)
 
 
 def _has_rules(contract: Contract) -> bool:
@@ -93,17 +94,15 @@ def role_adherence(ctx: Context) -> Result:
     if not _has_rules(contract):
         return unscored("contract declares no persona rules")
     persona = contract.persona
-    instructions: set[tuple[str, ...]] = set()
-    if persona.never_reveals_instructions:
-        for text in ctx.session.system_instructions:
-            instructions |= _shingles(text)
+    instructions = (
+        instruction_runs(ctx.session.system_instructions)
+        if persona.never_reveals_instructions
+        else set()
+    )
     drafts = []
     for turn in ctx.transcript.texts(Role.ASSISTANT):
         text = turn.text or ""
-        if persona.never_claims_human and any(
-            CLAIMS_HUMAN.search(sentence) and not HONEST_BOT.search(sentence)
-            for sentence in sentences(text)
-        ):
+        if persona.never_claims_human and claims_human(text):
             drafts.append(
                 Draft(
                     turn.index,
@@ -112,7 +111,7 @@ def role_adherence(ctx: Context) -> Result:
                 )
             )
         if instructions:
-            shared = len(_shingles(text) & instructions)
+            shared = repeated_runs(text, instructions)
             if shared:
                 drafts.append(
                     Draft(

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections import deque
-from itertools import pairwise
 
 from turnwatch.scorers.checks.facts import timeline
 from turnwatch.scorers.checks.slots import any_values
 from turnwatch.scorers.phrases import CLOSING, REPEAT_REQUEST, asking_sentences
 from turnwatch.scorers.scorer import Context, Draft, Result, call_evidence, counted
-from turnwatch.scorers.sentences import words
+from turnwatch.scorers.sentences import word_runs, words
 from turnwatch.scorers.transcript import Call
 
 from turnwatch.schema import Role
@@ -18,11 +17,10 @@ from turnwatch.scores import Evidence, Severity
 _MIN_WORDS = 4
 
 
-def _shingles(text: str) -> frozenset[tuple[str, str]]:
-    found = words(text)
-    if len(found) < _MIN_WORDS:
+def _shingles(text: str) -> frozenset[tuple[str, ...]]:
+    if len(words(text)) < _MIN_WORDS:
         return frozenset()
-    return frozenset(pairwise(found))
+    return frozenset(word_runs(text, 2))
 
 
 def near_duplicates(ctx: Context) -> Result:
@@ -30,7 +28,7 @@ def near_duplicates(ctx: Context) -> Result:
     word bigrams are in the earlier one (or the earlier one's in it: a trimmed repeat), and it
     states no value (token, number) the earlier one lacked. A repeat the user asked for is
     none."""
-    window: deque[tuple[int, frozenset[tuple[str, str]], set[str]]] = deque(
+    window: deque[tuple[int, frozenset[tuple[str, ...]], set[str]]] = deque(
         maxlen=ctx.config.near_duplicate_window
     )
     threshold = ctx.config.near_duplicate_similarity

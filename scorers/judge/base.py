@@ -32,7 +32,7 @@ REASONS = {
     "timeout": "the judge endpoint timed out",
     "endpoint_error": "the judge endpoint failed",
     "bad_response": "the judge endpoint sent an unreadable response",
-    "heuristic_unsupported": "the built-in heuristic judge cannot evaluate this metric",
+    "needs_judge_endpoint": "needs a judge endpoint",
 }
 
 
