@@ -16,7 +16,7 @@ from turnwatch.scorers.checks.recovery import failures
 from turnwatch.scorers.conditions import all_hold
 from turnwatch.scorers.contract import Contract
 from turnwatch.scorers.contract_sections import SuccessEvidence
-from turnwatch.scorers.phrases import ESCALATION, NOT_SOLVED, SOLVED
+from turnwatch.scorers.phrases import NOT_SOLVED, SOLVED, hands_over
 from turnwatch.scorers.scorer import Context, Draft, Result, call_evidence, unscored
 from turnwatch.scorers.transcript import Call, Transcript
 
@@ -32,7 +32,7 @@ def escalation_point(transcript: Transcript, contract: Contract | None) -> int |
         if call is not None:
             if call.name in tools and not call.failed:
                 return position
-        elif event.turn.role is Role.ASSISTANT and ESCALATION.search(event.turn.text or ""):
+        elif event.turn.role is Role.ASSISTANT and hands_over(event.turn.text or ""):
             return position
     return None
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from turnwatch.scorers.contract import Contract
-from turnwatch.scorers.phrases import ESCALATION, REFUSAL, claims_human
+from turnwatch.scorers.phrases import REFUSAL, claims_human, hands_over
 from turnwatch.scorers.scorer import Context, Draft, Result, counted, unscored
 from turnwatch.scorers.sentences import word_runs
 
@@ -62,7 +62,7 @@ def _scope_answers(ctx: Context) -> list[ScopeAnswer]:
         )
         declined = acted or (
             reply is not None
-            and bool(REFUSAL.search(reply.text or "") or ESCALATION.search(reply.text or ""))
+            and bool(REFUSAL.search(reply.text or "") or hands_over(reply.text or ""))
         )
         found.append(
             ScopeAnswer(topic, turn.index, reply.index if reply is not None else None, declined)

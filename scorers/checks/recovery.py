@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from turnwatch.scorers.phrases import ESCALATION, FAILURE_ACKNOWLEDGED, tokens
+from turnwatch.scorers.phrases import FAILURE_ACKNOWLEDGED, hands_over, tokens
 from turnwatch.scorers.scorer import Context, Draft, Result, call_evidence
 from turnwatch.scorers.sentences import numbers
 from turnwatch.scorers.transcript import Call, Event, json_text
@@ -115,7 +115,7 @@ def _outcome(
     replies = [later for later in window if later.call is None and later.turn.text]
     for reply in replies:
         text = reply.turn.text or ""
-        if ESCALATION.search(text):
+        if hands_over(text):
             return Failure(call, "escalation", None)
         if FAILURE_ACKNOWLEDGED.search(text):
             return Failure(call, "told_user", None)

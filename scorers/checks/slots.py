@@ -76,11 +76,11 @@ class SlotSpec:
         if self.dates:
             for greeting in _GREETING_TOKEN.finditer(text):
                 found -= {f"h:{value_part(token)}" for token, _ in tokens(greeting.group(0))}
-            found |= {f"t:{m.group(0).casefold()}" for m in DATE.finditer(text)}
+            found |= {_text_key(m.group(0)) for m in DATE.finditer(text)}
         if self.values is not None:
             for match in self.values.finditer(TOKEN.sub(" ", text)):
                 amounts = numbers(match.group(0)) if self.numeric else set()
-                found |= {f"n:{n:g}" for n in amounts} or {f"t:{match.group(0).casefold()}"}
+                found |= {f"n:{n:g}" for n in amounts} or {_text_key(match.group(0))}
         return found
 
     def given_in(self, text: str, by_name: bool = True) -> set[str]:
@@ -93,6 +93,11 @@ class SlotSpec:
         return {f"h:{value_part(token)}" for token, _ in tokens(text)} | {
             f"n:{n:g}" for n in numbers(TOKEN.sub(" ", text))
         }
+
+
+def _text_key(value: str) -> str:
+    """A value written as words, compared without case, spacing or a closing full stop."""
+    return "t:" + " ".join(value.casefold().rstrip(".").split())
 
 
 def any_values(text: str) -> set[str]:
