@@ -44,15 +44,27 @@ _ACTING = re.compile(
     _FLAGS,
 )
 _WH = re.compile(r"\b(what|which|where|when|who|whom|whose|how)\b", _FLAGS)
+# Any yes/no question: it opens (or its clause after a colon or dash opens) with an auxiliary,
+# or it ends in a tag ("..., okay?"). Naming an action, it asks to confirm that action.
+_YES_NO = re.compile(
+    r"(^|[:;\u2013\u2014]\s*|\s-\s)(so,?\s+|ok(ay)?,?\s+|alright,?\s+|then,?\s+)?"
+    r"(do|does|did|is|are|shall|should|can|could|may|would|will|want|ready|happy|sound|sounds|"
+    r"ok(ay)?|alright|fine|confirm|go ahead|proceed)\b|"
+    r",\s*(ok(ay)?|alright|all right|right|yes|fine|good)\s*\?\s*$",
+    _FLAGS,
+)
 _CONFIRM_REQUEST = re.compile(
-    r"\b(please|can you|could you|kindly) confirm\b|^\s*confirm\b", _FLAGS
+    r"\b(please|can you|could you|kindly) confirm\b|^\s*confirm\b|"
+    r"\blet me know if (you'?d like|you want) me to\b",
+    _FLAGS,
 )
 
 _AFFIRMATIVE = re.compile(
     r"\b(yes|yeah|yea|yep|yup|ya|aye|sure|ok|okay|alright|all right|fine|absolutely|"
     r"definitely|certainly|of course|correct|exactly|indeed|agreed?|approved?|confirm(ed)?|"
     r"go ahead|go for it|go on|please do|do it|do that|proceed|that works|works for me|"
-    r"sounds good|perfect|by all means|that'?s (right|correct|fine|ok|okay))\b",
+    r"sounds good|perfect|by all means|affirmative|for sure|why not|deal|"
+    r"that'?s (right|correct|fine|ok|okay))\b",
     _FLAGS,
 )
 # A refusal of the request itself, not a negative verb inside the consent ("yes, cancel it, I
@@ -63,7 +75,7 @@ _NEGATION_FIRST = re.compile(
     _FLAGS,
 )
 _NEGATION = re.compile(
-    r"\b(hold off|not (yet|now|today|right now)|changed my mind|rather not|no,? thanks|"
+    r"\b(actually|wait|hmm|um|no),?\s+(no|nope|don'?t)\b|\b(hold off|not (yet|now|today|right now)|changed my mind|rather not|no,? thanks|"
     r"no thank you|don'?t (do|go|proceed|bother|want|touch|change|send|do that)|"
     r"do not (do|go|proceed|want)|leave it)\b",
     _FLAGS,
@@ -79,7 +91,8 @@ FAILURE_ACKNOWLEDGED = re.compile(
     r"(didn'?t|did not|doesn'?t|does not|won'?t|will not) (respond|answer|go through|work|"
     r"complete|come back|load|connect)|couldn'?t|could not|can'?t (reach|complete|get|access|"
     r"connect|finish|do)|cannot (reach|complete|get|access|connect|finish)|unable to|"
-    r"went wrong|is down|are down|no response|nothing (has been|was|is|got|has) (changed|"
+    r"went wrong|is down|are down|no response|having (trouble|problems|difficulty|issues) "
+    r"(reaching|connecting|accessing|getting through)|nothing (has been|was|is|got|has) (changed|"
     r"processed|done|sent|booked|charged)|no change (was|has been)|not (been )?(changed|"
     r"processed|completed|done)|hasn'?t (gone through|been (changed|processed|done)))\b",
     _FLAGS,
@@ -90,6 +103,7 @@ _HANDOVER = re.compile(
     r"\b(transferr?(ing|ed)? (you|this)|connect(ing|ed)? you (with|to)|escalat(ing|ed|e)\b|"
     r"hand(ing|ed)? (this|you|it) (over|on)|pass(ed|ing) (this|you|it) (on |over )?to|"
     r"(colleague|specialist|person|agent|team) will (pick up|take over|be with you|contact you)|"
+    r"put(ting)? you through|bring(ing)? in an? (colleague|human|specialist|person|agent)|"
     r"support team will)",
     _FLAGS,
 )
@@ -110,7 +124,9 @@ REFUSAL = re.compile(
     r"i do(n'?t| not) have (access|information)|not something i can|outside (what|my|the scope)|"
     r"pass on (that|this)|(i can|i'm able to|i am able to) only|only (able to|here to) "
     r"(help|assist)|i can only (help|handle|assist)|my job is|i('m| am) here (only )?for|"
-    r"beyond (what|my)|keep (my|that|this) \w+ to myself|isn'?t something i can)\b",
+    r"beyond (what|my)|keep (my|that|this) \w+ to myself|isn'?t something i can|"
+    r"(can'?t|cannot|don'?t|do not|won'?t) (give|provide|offer) (\w+ )?advice|"
+    r"not (qualified|allowed|permitted) to|i'?m afraid i (can'?t|cannot))\b",
     _FLAGS,
 )
 ADVERSARIAL = re.compile(
@@ -204,9 +220,11 @@ def confirmation_requests(text: str) -> list[str]:
     found = []
     parts = sentences(text)
     for position, sentence in enumerate(parts):
-        asks = (is_question(sentence) and _PERMISSION.search(sentence)) or _CONFIRM_REQUEST.search(
-            sentence
-        )
+        asks = (
+            is_question(sentence)
+            and (_PERMISSION.search(sentence) or _YES_NO.search(sentence))
+            and not _WH.match(sentence)
+        ) or _CONFIRM_REQUEST.search(sentence)
         if asks and not CLOSING.search(sentence):
             found.append(" ".join(parts[max(position - 1, 0) : position + 1]))
     return found

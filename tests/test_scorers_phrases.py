@@ -50,6 +50,8 @@ CONSENT = [
     ("How long does that usually take?", False),
     ("Ok but is it free?", False),
     ("No problem, go ahead.", True),
+    ("Sounds good.", True),
+    ("Actually, no.", False),
     ("yes " * 40, False),  # not a short reply
 ]
 
@@ -68,8 +70,13 @@ REQUESTS = [
     ("Is it alright if I cancel it now?", 1),
     ("Do I have your go-ahead to cancel it?", 1),
     ("Please confirm that you'd like me to cancel it.", 1),
+    ("Are you sure you want me to cancel it?", 1),
+    ("Cancel order X, okay?", 1),
+    ("Let me know if you'd like me to cancel it.", 1),
+    # A yes/no question: it grants only the actions it names (approval.py).
+    ("Could you double-check the order number?", 1),
     ("Anything else I can help with?", 0),
-    ("Could you double-check the order number?", 0),
+    ("What would you like me to cancel?", 0),
     ("Your order has shipped.", 0),
 ]
 
