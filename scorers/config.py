@@ -12,7 +12,13 @@ from turnwatch.entities import CUSTOMER_RECORDS, PERSONAL_IDENTIFIERS, EntityNam
 from turnwatch.section import Section
 
 DEFAULT_DISCLOSURE_ENTITIES = [*PERSONAL_IDENTIFIERS, *CUSTOMER_RECORDS]
-DEFAULT_OWNER_INDEX_ENTITIES = [*PERSONAL_IDENTIFIERS, "STREET_ADDRESS"]
+# Names are left out: first names repeat across people and NER tags brands and common words as
+# PERSON, so a name is never certain to be one user's. Another customer's name read out from
+# their record is still a disclosure (record ownership needs no index).
+DEFAULT_OWNER_INDEX_ENTITIES = [
+    *(entity for entity in PERSONAL_IDENTIFIERS if entity != "PERSON"),
+    "STREET_ADDRESS",
+]
 
 
 class FlaggingConfig(Section):

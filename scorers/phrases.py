@@ -75,7 +75,8 @@ _NEGATION_FIRST = re.compile(
     _FLAGS,
 )
 _NEGATION = re.compile(
-    r"\b(actually|wait|hmm|um|no),?\s+(no|nope|don'?t)\b|\b(hold off|not (yet|now|today|right now)|changed my mind|rather not|no,? thanks|"
+    r"\b(actually|wait|hmm|um|no),?\s+(no|nope|don'?t)\b|"
+    r"\b(hold off|not (yet|now|today|right now)|changed my mind|rather not|no,? thanks|"
     r"no thank you|don'?t (do|go|proceed|bother|want|touch|change|send|do that)|"
     r"do not (do|go|proceed|want)|leave it)\b",
     _FLAGS,

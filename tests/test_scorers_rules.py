@@ -689,16 +689,26 @@ def test_ownership_does_not_depend_on_processing_order():
 
 
 def test_a_value_seen_in_many_users_sessions_is_common():
+    """A support hotline many users type is nobody's, even with one record that holds it."""
     index_scorer = scorer()
-    brand = "<PERSON_b4a4d000>"
+    hotline = "<PHONE_NUMBER_b4a4d000>"
     index_scorer.score(
-        session(*own_record(brand, CUSTOMER_C), user_id="<USER_ID_c0ffee00>", session_id="c")
+        session(*own_record(hotline, CUSTOMER_C), user_id="<USER_ID_c0ffee00>", session_id="c")
     )
     for n, someone in enumerate(["<USER_ID_00000001>", "<USER_ID_00000002>"]):
         index_scorer.score(
-            session(user("hi"), bot(f"Welcome to {brand}!"), user_id=someone, session_id=f"x{n}")
+            session(user(f"I called {hotline}"), bot("Sorry!"), user_id=someone, session_id=f"x{n}")
         )
-    assert turns_of(index_scorer.score(session(*leak(brand))), "cross_user_disclosure") == []
+    assert turns_of(index_scorer.score(session(*leak(hotline))), "cross_user_disclosure") == []
+
+
+def test_a_leak_repeated_to_many_users_does_not_make_the_value_common():
+    index_scorer = scorer()
+    carol = "<USER_ID_c0ffee00>"
+    index_scorer.score(session(*own_record(EMAIL_C, CUSTOMER_C), user_id=carol, session_id="c"))
+    for n, someone in enumerate(["<USER_ID_00000001>", "<USER_ID_00000002>", ALICE]):
+        leaked = index_scorer.score(session(*leak(EMAIL_C), user_id=someone, session_id=f"x{n}"))
+        assert turns_of(leaked, "cross_user_disclosure") == [1], someone
 
 
 def test_only_entity_types_that_identify_people_enter_the_index():
@@ -708,3 +718,13 @@ def test_only_entity_types_that_identify_people_enter_the_index():
             session(user(f"order {ORDER_A}"), bot("Noted."), user_id=BOB, session_id=f"b{n}")
         )
     assert index_scorer.owner_index.owner(ORDER_A) is None
+
+
+def test_names_never_enter_the_index():
+    """First names repeat across people and NER tags brands as PERSON: never one user's."""
+    index_scorer = scorer()
+    for n in range(2):
+        index_scorer.score(
+            session(*own_record(NAME_C, CUSTOMER_C), user_id=BOB, session_id=f"b{n}")
+        )
+    assert index_scorer.owner_index.owner(NAME_C) is None
