@@ -287,6 +287,39 @@ RULE_CASES = [
         [],
         "support-bot",
     ),
+    (
+        "an offer of more help names the topic",
+        "knowledge_attrition",
+        [
+            user(f"I'm {EMAIL_A}."),
+            bot("Thanks."),
+            bot("Is there anything else about your email I can do for you?"),
+        ],
+        [],
+        "support-bot",
+    ),
+    (
+        "a token before the slot's name describes it",
+        "contradictions",
+        [
+            user("I need help with my <PERSON_b4a4d000> account."),
+            user("Close the <PERSON_0e5b0057> boost on account <ACCOUNT_ID_7f94f0df>."),
+            bot("Anything else on your <PERSON_b4a4d000> plan?"),
+        ],
+        [],
+        "support-bot",
+    ),
+    (
+        "a token after the slot's name gives it",
+        "contradictions",
+        [
+            user("My account is <PERSON_b4a4d000>."),
+            user("Sorry, the account is <ACCOUNT_ID_7f94f0df>."),
+            bot("Looking at <PERSON_b4a4d000> now."),
+        ],
+        [2],
+        "support-bot",
+    ),
     # --- stale values: revised by value, with a revision marker
     (
         "a call with the replaced amount",
@@ -406,6 +439,31 @@ RULE_CASES = [
             bot("Sure: refunds take five to seven working days to arrive."),
         ],
         [],
+        "support-bot",
+    ),
+    (
+        "the same answer after looking again",
+        "near_duplicates",
+        [
+            bot(None, call("lookup_order", {"order_id": ORDER_A}, {"status": "shipped"})),
+            bot(f"{ORDER_A} has shipped and arrives on Friday."),
+            user("Can you check once more?"),
+            bot(None, call("lookup_order", {"order_id": ORDER_A}, {"status": "shipped"})),
+            bot(f"{ORDER_A} has shipped and arrives on Friday."),
+        ],
+        [],
+        "support-bot",
+    ),
+    (
+        "the same answer without looking again",
+        "near_duplicates",
+        [
+            bot(None, call("lookup_order", {"order_id": ORDER_A}, {"status": "shipped"})),
+            bot(f"{ORDER_A} has shipped and arrives on Friday."),
+            user("It hasn't come, what now?"),
+            bot(f"{ORDER_A} has shipped and arrives on Friday."),
+        ],
+        [3],
         "support-bot",
     ),
     (

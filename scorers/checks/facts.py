@@ -8,9 +8,10 @@ it is invalidated. It is invalidated by
 - a second instance: the user names another one of the slot ("I have a second order");
 - a wrong record: a call made with the value returns an `error`, or the assistant says nothing
   matched it ("I couldn't find anything under ...").
-An assistant question about a known slot that neither quotes a value nor asks to confirm one
-("..., right?") is a re-ask. A value the user replaced, used again by the assistant (in a call,
-or in text that does not also name the new value), is a contradiction.
+An assistant question about a known slot that neither quotes a value, asks to confirm one ("...,
+right?") nor offers more help ("anything else about your order?") is a re-ask. A value the user
+replaced, used again by the assistant (in a call, or in text that does not also name the new
+value), is a contradiction.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 
 from turnwatch.scorers.checks.slots import any_values, slot_specs
 from turnwatch.scorers.phrases import (
+    CLOSING,
     NOT_FOUND,
     REVISION,
     asking_sentences,
@@ -169,7 +171,9 @@ class _Walk:
                     self.reopened.add(name)
         justified = NOT_FOUND.search(text) is not None
         for sentence in asking_sentences(text):
-            if CONFIRMING.search(sentence) or asks_to_act(sentence):
+            # An offer of more help names topics ("anything about your workspace I can do?"),
+            # it asks for no value.
+            if CONFIRMING.search(sentence) or asks_to_act(sentence) or CLOSING.search(sentence):
                 continue
             quoted = any_values(sentence)
             for spec in self.specs:

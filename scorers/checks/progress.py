@@ -27,14 +27,17 @@ def near_duplicates(ctx: Context) -> Result:
     """An assistant text that repeats one of the last few without adding anything: most of its
     word bigrams are in the earlier one (or the earlier one's in it: a trimmed repeat), and it
     states no value (token, number) the earlier one lacked. A repeat the user asked for is
-    none."""
-    window: deque[tuple[int, frozenset[tuple[str, ...]], set[str]]] = deque(
+    none, nor is one reporting a tool call made since the earlier text: the assistant looked
+    again ("can you check once more?") and the same answer is what it found."""
+    window: deque[tuple[int, frozenset[tuple[str, ...]], set[str], int]] = deque(
         maxlen=ctx.config.near_duplicate_window
     )
     threshold = ctx.config.near_duplicate_similarity
     asked_again = False
+    calls = 0
     drafts = []
     for turn in ctx.transcript.turns:
+        calls += len(turn.tool_calls)
         if not turn.text:
             continue
         if turn.role is Role.USER:
@@ -46,9 +49,10 @@ def near_duplicates(ctx: Context) -> Result:
         if not shingles:
             continue
         values = any_values(turn.text)
-        for earlier_index, earlier, earlier_values in window:
+        for earlier_index, earlier, earlier_values, calls_then in window:
             overlap = len(shingles & earlier) / min(len(shingles), len(earlier))
-            if overlap >= threshold and values <= earlier_values and not asked_again:
+            excused = asked_again or calls > calls_then
+            if overlap >= threshold and values <= earlier_values and not excused:
                 drafts.append(
                     Draft(
                         turn.index,
@@ -63,7 +67,7 @@ def near_duplicates(ctx: Context) -> Result:
                     )
                 )
                 break
-        window.append((turn.index, shingles, values))
+        window.append((turn.index, shingles, values, calls))
         asked_again = False
     return counted(drafts)
 

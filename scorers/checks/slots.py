@@ -7,8 +7,8 @@ pattern's match. Built in: the contact and id facts by token type (`FACT_QUESTIO
 contract's `fact_questions`), amounts, and dates; the contract adds its own (`slots`).
 
 A user message gives a slot when it holds one of the slot's values, or when it names the slot
-(`names`) and holds a token or a number while not being a question ("my booking reference is
-<DATE_TIME_...>").
+(`names`) and holds a token or a number after the name while not being a question ("my booking
+reference is <DATE_TIME_...>").
 """
 
 from __future__ import annotations
@@ -88,11 +88,12 @@ class SlotSpec:
         naming it. A question, or a message announcing a change ("I got a new phone number
         last week"), names a slot without giving it."""
         found = self.values_in(text)
-        if found or not by_name or is_question(text) or not self.names.search(text):
+        named = None if found or not by_name or is_question(text) else self.names.search(text)
+        if named is None:
             return found
-        return {f"h:{value_part(token)}" for token, _ in tokens(text)} | {
-            f"n:{n:g}" for n in numbers(TOKEN.sub(" ", text))
-        }
+        # The value follows its name ("my account is <...>", "on account <...>"); a token before
+        # it describes it ("my <PERSON_...> account": a brand de-identification took for a name).
+        return any_values(text[named.end() :])
 
 
 def _text_key(value: str) -> str:
