@@ -156,6 +156,18 @@ def test_a_name_in_the_possessive_is_the_same_name(deidentifier):
     assert turns[0].text == f"That's {name}'s account, isn\u2019t it? Ask {name}\u2019s bank."
 
 
+def test_an_address_closing_a_sentence_is_the_address_in_the_record(deidentifier):
+    session = _session(
+        _user(0, "Scratch that. It's 4502 Maple Avenue."),
+        _user(1, "Or 12 Main St. as before"),
+        _tool(2, {"address": "4502 Maple Avenue"}, {"address": "12 Main St"}),
+    )
+    turns = deidentifier.deidentify(session).session.turns
+    call = turns[2].tool_calls[0]
+    assert turns[0].text == f"Scratch that. It's {call.arguments['address']}."
+    assert turns[1].text == f"Or {call.result['address']} as before"
+
+
 def test_tokens_depend_on_the_secret(deidentifier):
     session = _session(_user(0, "my email is olga.schmidt@example.org"))
     other = build_deidentifier(DeidConfig(), b"another-secret-0123456789")
