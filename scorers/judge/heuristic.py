@@ -52,6 +52,10 @@ def role(data: tuple[str, list[Any], list[str]]) -> RoleVerdicts:
 class HeuristicJudge:
     name = "heuristic"
     model = None
+    remote = False
+
+    def unanswered_seconds(self) -> float:
+        return 0.0  # answers at once, on the caller's loop
 
     async def ask(self, task: Task[T], usage: Usage | None = None) -> Answer[T] | Unjudged:
         if task.heuristic is None or task.metric not in ANSWERED:
