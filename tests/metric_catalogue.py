@@ -11,6 +11,7 @@ from turnwatch.exporters.regressions.metrics import RegressionMetrics
 from turnwatch.exporters.score_metrics import ScoreMetrics
 from turnwatch.scorers.judge.telemetry import JudgeTelemetry
 
+from turnwatch.app.http import OpsRejections
 from turnwatch.bus.metrics import BusMetrics
 
 
@@ -22,4 +23,5 @@ def full_registry() -> CollectorRegistry:
     JudgeTelemetry(registry)
     ScoreMetrics(registry)
     RegressionMetrics(registry)
+    OpsRejections(registry)
     return registry
