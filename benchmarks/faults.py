@@ -149,14 +149,15 @@ def _text_spans(name: str, count: int, text_bytes: int) -> list[Span]:
         chat_span(
             f"{name}-{number % 500}",
             number,
-            extra={
-                "gen_ai.output.messages": " ".join(
-                    rng.choice(vocabulary) for _ in range(text_bytes // 7)
-                )
-            },
+            extra={"gen_ai.output.messages": " ".join(rng.choices(vocabulary, k=text_bytes // 7))},
         )
         for number in range(count)
     ]
+
+
+def deflated(body: bytes) -> bytes:
+    """gzip at level 6: as small as level 9 for these bodies, in an eighth of the time."""
+    return gzip.compress(body, compresslevel=6)
 
 
 def _id_only_spans(size: int) -> bytes:
@@ -169,16 +170,16 @@ def _id_only_spans(size: int) -> bytes:
 
 @fault("1", "gzip-members", "8 MiB gzip body of 419,430 empty members")
 def _gzip_members(server: ServeProcess) -> Outcome:
-    member = gzip.compress(b"")
+    member = deflated(b"")
     return answered(post(server, member * (8 * MiB // len(member)), content_encoding="gzip"), 200)
 
 
 # --- case 2 ------------------------------------------------------------------------------------
 
 
-@fault("2", "tiny-spans", "3 MB gzip inflating to 64 MiB: 2.2 M spans of two ids each")
+@fault("2", "tiny-spans", "0.2 MB of gzip inflating to 64 MiB: 2.2 M spans of two ids each")
 def _tiny_spans(server: ServeProcess) -> Outcome:
-    body = gzip.compress(_id_only_spans(64 * MiB - 64))
+    body = deflated(_id_only_spans(64 * MiB - 64))
     return answered(post(server, body, content_encoding="gzip"), 413)
 
 
@@ -188,13 +189,13 @@ def _tiny_json(server: ServeProcess) -> Outcome:
     count = (64 * MiB - 100) // len(span)
     spans = span * count
     body = b'{"resourceSpans":[{"scopeSpans":[{"spans":[' + spans[:-1] + b"]}]}]}"
-    return answered(post(server, gzip.compress(body), JSON, content_encoding="gzip"), 413)
+    return answered(post(server, deflated(body), JSON, content_encoding="gzip"), 413)
 
 
 @fault("2", "tiny-events", "gzip inflating to one 64 MiB span of 33 M empty events")
 def _tiny_events(server: ServeProcess) -> Outcome:
     span = chat_span("tiny-events").SerializeToString() + b"\x5a\x00" * (32 * MiB - 1024)
-    return answered(post(server, gzip.compress(spans_request(span)), content_encoding="gzip"), 413)
+    return answered(post(server, deflated(spans_request(span)), content_encoding="gzip"), 413)
 
 
 @fault(
@@ -205,7 +206,7 @@ def _tiny_events(server: ServeProcess) -> Outcome:
 )
 def _max_spans(server: ServeProcess) -> Outcome:
     body = trace_request(_text_spans("max", 10_000, 6_000)).SerializeToString()
-    return answered(post(server, gzip.compress(body), content_encoding="gzip"), 200)
+    return answered(post(server, deflated(body), content_encoding="gzip"), 200)
 
 
 @fault(
@@ -217,18 +218,18 @@ def _max_spans(server: ServeProcess) -> Outcome:
 def _max_values(server: ServeProcess) -> Outcome:
     extra = {f"app.attribute_{n}": f"value {n}" for n in range(40)}
     spans = [chat_span(f"values-{n % 500}", n, extra=extra) for n in range(10_000)]
-    body = gzip.compress(trace_request(spans).SerializeToString())
+    body = deflated(trace_request(spans).SerializeToString())
     return answered(post(server, body, content_encoding="gzip"), 200)
 
 
 @fault(
     "2",
     "max-json",
-    "gzip inflating to 60 MiB of OTLP/JSON: 7,000 spans of 7.5 KB text",
+    "gzip inflating to 57 MiB of OTLP/JSON: 7,000 spans of 7.5 KB text",
     max_request=True,
 )
 def _max_json(server: ServeProcess) -> Outcome:
-    body = gzip.compress(otlp_json(trace_request(_text_spans("json", 7_000, 7_500))))
+    body = deflated(otlp_json(trace_request(_text_spans("json", 7_000, 7_500))))
     return answered(post(server, body, JSON, content_encoding="gzip"), 200)
 
 

@@ -49,7 +49,7 @@ def test_a_second_wave_of_new_ids_and_services_adds_no_series():
     first, second = pages
     assert len(series(second)) == len(series(first))
 
-    # Taken first come, the first MAX_SERVICES made-up names held the slots for good.
+    # Made-up names seen once take no slot (first come, the first MAX_SERVICES held them for good).
     assert service_values(first) == service_values(second) == {"other"}
     scored = {
         sample.labels["service"]: sample.value
