@@ -76,7 +76,12 @@ QUIET = {
 SERVERS: dict[str, tuple[dict[str, Any], int | None]] = {
     # Nothing sampled: faults measure the receivers, not de-identification of what they took.
     "default": ({**QUIET, "sampling.rate": 0.0}, None),
-    "descriptors_1024": ({**QUIET, "sampling.rate": 0.0}, 1024),
+    # A header deadline longer than the fault, so the idle connections stay until the connection
+    # cap (lowered to fit the descriptor limit) evicts them, not the deadline.
+    "descriptors_1024": (
+        {**QUIET, "sampling.rate": 0.0, "otlp.header_timeout_seconds": 60.0},
+        1024,
+    ),
     "scoring": ({**QUIET, "sessions.idle_timeout_seconds": 0.5}, None),
 }
 """Server name -> (settings, RLIMIT_NOFILE for the process or None)."""
