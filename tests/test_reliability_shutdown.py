@@ -30,7 +30,8 @@ import pytest
 from tests.otlp_requests import LOOPBACK, metric_value
 from tests.test_bus_embedded import post_session
 from tests.waiting import eventually
-from turnwatch.bus.records import INCIDENTS, SCORES, SESSIONS, Output
+from turnwatch.bus.records import INCIDENTS, SCORES, SESSIONS, ExporterRecord, Output
+from turnwatch.scores import ScoreRecord
 
 pytestmark = pytest.mark.slow  # `turnwatch serve` subprocesses, filled to a full disk
 
@@ -47,10 +48,10 @@ BASE_ENV = {
 }
 
 
-async def log_score(topic: str, record: dict) -> list[Output]:
+async def log_score(topic: str, record: ExporterRecord) -> list[Output]:
     """Exporter plug-in: one line per score record, appended (O_APPEND: whole lines only)."""
-    if topic == SCORES:
-        line = json.dumps({"session_id": record["session_id"], "revision": record["revision"]})
+    if isinstance(record, ScoreRecord):
+        line = json.dumps({"session_id": record.session_id, "revision": record.revision})
         descriptor = os.open(os.environ[SCORE_LOG], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(descriptor, f"{line}\n".encode())

@@ -16,8 +16,8 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
+from turnwatch.exporters.regressions.model import CaseSummary, iso
 from turnwatch.exporters.regressions.store import _valid_id as valid_case_id
 
 MAX_CURSOR_CHARS = 200
@@ -36,13 +36,13 @@ class Filters:
     since: datetime | None = None
     until: datetime | None = None
 
-    def match(self, item: dict[str, Any]) -> bool:
-        seen = _time(item["last_seen"])
+    def match(self, item: CaseSummary) -> bool:
+        seen = item.last_seen
         return (
-            (self.service is None or item["service"] == self.service)
+            (self.service is None or item.service == self.service)
             # A signature's check can be several critical checks joined with "+".
-            and (self.check is None or self.check in item["check"].split("+"))
-            and (self.slice is None or self.slice in item["slices"])
+            and (self.check is None or self.check in item.check.split("+"))
+            and (self.slice is None or self.slice in item.slices)
             and (self.since is None or seen >= self.since)
             and (self.until is None or seen < self.until)
         )
@@ -50,21 +50,17 @@ class Filters:
 
 @dataclass(frozen=True)
 class Page:
-    items: list[dict[str, Any]]
+    items: list[CaseSummary]
     total: int
     next_cursor: str | None
 
 
-def _time(value: str) -> datetime:
-    return datetime.fromisoformat(value)
+def _key(item: CaseSummary) -> tuple[datetime, str]:
+    return item.last_seen, item.id
 
 
-def _key(item: dict[str, Any]) -> tuple[datetime, str]:
-    return _time(item["last_seen"]), item["id"]
-
-
-def encode_cursor(item: dict[str, Any]) -> str:
-    raw = json.dumps([item["last_seen"], item["id"]]).encode()
+def encode_cursor(item: CaseSummary) -> str:
+    raw = json.dumps([iso(item.last_seen), item.id]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
@@ -83,7 +79,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     ):
         raise BadCursor("invalid cursor")
     try:
-        last_seen = _time(decoded[0])
+        last_seen = datetime.fromisoformat(decoded[0])
     except ValueError as exc:
         raise BadCursor("invalid cursor") from exc
     if last_seen.utcoffset() is None:
@@ -92,7 +88,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
 
 
 def paginate(
-    summaries: list[dict[str, Any]], filters: Filters, limit: int, cursor: str | None = None
+    summaries: list[CaseSummary], filters: Filters, limit: int, cursor: str | None = None
 ) -> Page:
     matched = sorted((s for s in summaries if filters.match(s)), key=_key, reverse=True)
     start = 0
