@@ -12,11 +12,12 @@ from typing import Literal
 from pydantic import Field, SecretStr
 
 from turnwatch.section import Section
+from turnwatch.serving import ConnectionLimits
 
 MiB = 1024 * 1024
 
 
-class OtlpConfig(Section):
+class OtlpConfig(ConnectionLimits):
     host: str = Field(default="127.0.0.1", description="Address the OTLP receivers bind to.")
     http_port: int = Field(default=4318, ge=0, le=65535, description="OTLP/HTTP; 0 picks one.")
     grpc_port: int = Field(default=4317, ge=0, le=65535, description="OTLP/gRPC; 0 picks one.")
@@ -35,6 +36,45 @@ class OtlpConfig(Section):
     )
     retry_after_seconds: int = Field(
         default=2, ge=1, le=5, description="Retry-After sent with 429/503 (clients give up >10 s)."
+    )
+    max_spans_per_request: int = Field(
+        default=10_000, gt=0, description="A trace request with more spans is refused (413)."
+    )
+    max_log_records_per_request: int = Field(
+        default=10_000, gt=0, description="A logs request with more records is refused (413)."
+    )
+    max_values_per_request: int = Field(
+        default=500_000,
+        gt=0,
+        description="Items, attributes, events, links and array/kvlist elements in one request; "
+        "past it the request is refused (413). Bounds decoding memory, as spans alone do not.",
+    )
+    decode_workers: int = Field(
+        default=2,
+        ge=1,
+        le=32,
+        description="Threads that decompress and decode requests, off the event loop.",
+    )
+    max_concurrent_requests: int = Field(
+        default=16,
+        ge=1,
+        description="Export requests read and decoded at once (HTTP and gRPC together); past "
+        "it the answer is 503 / UNAVAILABLE with Retry-After.",
+    )
+    body_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="Time for a request's whole body to arrive; past it the answer is 400 and "
+        "the connection is closed.",
+    )
+    grpc_max_concurrent_streams: int = Field(
+        default=16, ge=1, description="Concurrent gRPC calls on one connection."
+    )
+    grpc_keepalive_seconds: float = Field(
+        default=60.0, gt=0, description="The gRPC server pings a connection idle this long."
+    )
+    grpc_keepalive_timeout_seconds: float = Field(
+        default=20.0, gt=0, description="A connection whose ping is not answered in this is closed."
     )
 
 

@@ -22,6 +22,11 @@ class CollectorMetrics:
             ["transport", "reason"],
             registry=registry,
         )
+        self.requests_in_flight = Gauge(
+            "turnwatch_otlp_requests_in_flight",
+            "OTLP export requests being read or decoded (at most otlp.max_concurrent_requests).",
+            registry=registry,
+        )
         self.request_duration = Histogram(
             "turnwatch_otlp_request_duration_seconds",
             "Time to decode and buffer one OTLP export request.",

@@ -8,6 +8,7 @@ sessions composes one in front of a capturing stage.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 
@@ -67,6 +68,7 @@ class CollectorRole:
         self._close = close
         self._server: Server | None = None
         self._grpc_server: object | None = None
+        self._receiver: Receiver | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
     def readiness(self) -> dict[str, ReadinessCheck]:
@@ -78,10 +80,12 @@ class CollectorRole:
         return self._server is not None and bool(self._server.started)
 
     async def start(self, ports: Ports) -> None:
-        receiver = Receiver(self.otlp, self.pipeline, self.pipeline.metrics)
+        receiver = self._receiver = Receiver(self.otlp, self.pipeline, self.pipeline.metrics)
         sock = bind(self.otlp.host, self.otlp.http_port)
         ports.otlp_http = sock.getsockname()[1]
-        self._server = http_server(create_otlp_app(receiver))
+        self._server = http_server(
+            create_otlp_app(receiver), self.otlp, functools.partial(receiver.reject, "http")
+        )
         if self.otlp.grpc_enabled:
             grpc_server, ports.otlp_grpc = create_grpc_server(
                 receiver, self.otlp.host, self.otlp.grpc_port
@@ -101,6 +105,8 @@ class CollectorRole:
         if self._server is not None:
             self._server.should_exit = True
             await self._tasks[0]
+        if self._receiver is not None:
+            self._receiver.close()
         self.pipeline.close_all()
         await self._drain()
         for task in self._tasks[1:]:
