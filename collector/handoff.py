@@ -42,6 +42,8 @@ class Handoff:
         except asyncio.QueueFull:
             self.metrics.handoff_dropped.labels("queue_full").inc()
             log.warning("handoff queue full; session dropped", extra={"reason": "queue_full"})
+            if pending.settle is not None:
+                pending.settle()  # dropped and counted: holding it would stall its partition
         self.metrics.handoff_depth.set(self.queue.qsize())
 
     async def run(self) -> None:
@@ -50,6 +52,8 @@ class Handoff:
             try:
                 await self._hand_on(pending)
             finally:
+                if pending.settle is not None:
+                    pending.settle()
                 self.queue.task_done()
                 self.metrics.handoff_depth.set(self.queue.qsize())
 

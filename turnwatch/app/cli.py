@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", type=Path, help="YAML configuration file")
     serve.add_argument(
         "--role",
-        choices=["all", "collector", "scorer", "exporter"],
+        choices=["all", "collector", "sessionizer", "scorer", "exporter"],
         default="all",
         help="run one role only (needs Kafka: --kafka or TURNWATCH_KAFKA_BOOTSTRAP)",
     )
@@ -106,7 +106,7 @@ def _announcer(settings: Settings, role: str) -> Callable[[Service], None]:
     def announce(service: Service) -> None:
         ports = service.ports
         ops = f"ops http://{settings.ops.host}:{ports.ops}/metrics"
-        if role in ("scorer", "exporter"):
+        if role in ("sessionizer", "scorer", "exporter"):
             print(f"turnwatch {__version__} ({role}): {ops}", flush=True)
             return
         print(
