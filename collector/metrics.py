@@ -98,8 +98,8 @@ class CollectorMetrics:
         )
         self.observations_dropped = Counter(
             "turnwatch_observations_dropped_total",
-            "Observations lost on the distributed hop, by reason (queue_full, publish_error, "
-            "unsealable, invalid).",
+            "Observations (a trace link counts one) lost on the distributed hop, by reason "
+            "(queue_full, publish_error, unsealable, invalid).",
             ["reason"],
             registry=registry,
         )
