@@ -46,9 +46,9 @@ from turnwatch.schema import Session
 pytestmark = pytest.mark.slow  # a broker, five services and Presidio three times
 
 SECRET = "a-deployment-secret-shared-by-every-replica"
-CONVERSATIONS = 100
+CONVERSATIONS = 60
 CORPUS_SIZE = 300
-LATE = 8
+LATE = 6
 PARTITIONS = 4
 SPANS_PER_REQUEST = 16
 FAST_GROUP = {
@@ -228,18 +228,18 @@ def test_collectors_route_sessionizers_build_the_same_sessions_as_one_process(bo
     spans = Spans(CONVERSATIONS)
     first, late = spans.conversations(), spans.late_turns()
 
-    embedded = start_service(settings_for(tmp_path / "embedded"), deidentify=True)
+    distributed = Distributed(bootstrap, tmp_path)  # its members join while the embedded runs
     try:
-        post(itertools.repeat(embedded.http_url), first)
-        embedded.sink.wait_for(CONVERSATIONS, timeout=60)
-        post(itertools.repeat(embedded.http_url), late)
-        expected = by_revision(embedded.sink.wait_for(CONVERSATIONS + LATE, timeout=60))
-    finally:
-        embedded.background.stop()
-    assert len(expected) == CONVERSATIONS + LATE
+        embedded = start_service(settings_for(tmp_path / "embedded"), deidentify=True)
+        try:
+            post(itertools.repeat(embedded.http_url), first)
+            embedded.sink.wait_for(CONVERSATIONS, timeout=60)
+            post(itertools.repeat(embedded.http_url), late)
+            expected = by_revision(embedded.sink.wait_for(CONVERSATIONS + LATE, timeout=60))
+        finally:
+            embedded.background.stop()
+        assert len(expected) == CONVERSATIONS + LATE
 
-    distributed = Distributed(bootstrap, tmp_path)
-    try:
         distributed.wait_for_both_members()
         post(distributed.round_robin(), first)
         distributed.settled()
