@@ -9,7 +9,7 @@ once composes a stage that assembles and keeps them.
 In the distributed layout the same pipeline runs split in two: a collector given a `router`
 decodes and routes (router.py), and the sessionizer role feeds what it consumes into
 `add_routed`, with the bus position each observation came from; a closed session's positions are
-released (`release`) once it has been handed on, so offsets are committed only then.
+released in the `ledger` once it has been handed on, so offsets are committed only then.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from turnwatch.collector.assembler import EPOCH, assemble, ns_to_datetime
@@ -33,7 +33,7 @@ from turnwatch.collector.router import ObservationRouter
 from turnwatch.collector.sampler import Sampler, SamplingSignals
 from turnwatch.collector.sessionizer import ClosedSession, Sessionizer
 
-from turnwatch.bus.ledger import Position
+from turnwatch.bus.ledger import OffsetLedger, Position
 from turnwatch.schema import CloseReason, SamplingDecision, Session
 
 log = logging.getLogger("turnwatch.collector")
@@ -47,8 +47,18 @@ class PendingSession:
 
     closed: ClosedSession
     decision: SamplingDecision
-    settle: Callable[[], None] | None = None
-    """Called once the session has been handed on (or dropped): releases its bus positions."""
+    held: list[Position] = field(default_factory=list)
+    """Where its observations sit on the bus (sessionizer role), released once handed on."""
+    ledger: OffsetLedger | None = None
+
+    def settle(self) -> None:
+        """It has been handed on (or dropped): its observations may be committed."""
+        if self.ledger is not None:
+            self.ledger.release(self.held)
+
+    def superseded(self) -> bool:
+        """A partition it came from moved to another member, which replays and publishes it."""
+        return self.ledger is not None and not self.ledger.current(self.held)
 
 
 class PendingStage(Protocol):
@@ -153,13 +163,13 @@ class CollectorPipeline:
         next_stage: PendingStage,
         clock: Callable[[], float] = time.monotonic,
         router: ObservationRouter | None = None,
-        release: Callable[[list[Position]], None] | None = None,
+        ledger: OffsetLedger | None = None,
     ) -> None:
         self.config = config
         self.metrics = metrics
         self.next_stage = next_stage
         self.router = router
-        self.release = release
+        self.ledger = ledger
         markers = config.decoders.redaction_markers
         self.span_decoders = build_span_decoders(config.decoders.dialects, markers)
         self.log_decoders = build_log_decoders(config.decoders.dialects, markers)
@@ -293,7 +303,6 @@ class CollectorPipeline:
     def _emit(self, closed: ClosedSession) -> None:
         state = closed.state
         held, state.held = state.held, []
-        settle = functools.partial(self.release, held) if held and self.release else None
         self._closed_counter(closed.reason.value).inc()
         decision = self.sampler.decide(
             state.key,
@@ -304,10 +313,11 @@ class CollectorPipeline:
             ),
         )
         self._sampled_counter(decision.reason.value).inc()
+        pending = PendingSession(closed, decision, held, self.ledger)
         if decision.sampled:
-            self.next_stage.offer(PendingSession(closed, decision, settle))
-        elif settle is not None:
-            settle()  # nothing to publish: its observations are done with
+            self.next_stage.offer(pending)
+        else:
+            pending.settle()  # nothing to publish: its observations are done with
 
     def _update_gauges(self) -> None:
         self.metrics.sessions_open.set(self.sessionizer.open_count)

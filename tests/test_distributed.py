@@ -24,6 +24,10 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import CollectorRegistry
+from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.collector.otlp_common import DecodeLimits
+from turnwatch.collector.otlp_proto import decode_traces
 from turnwatch.collector.sealing import Sealer, Unsealable
 from turnwatch.scorers.config import ScorerConfig
 from turnwatch.scorers.runner import Scorer
@@ -32,9 +36,10 @@ from benchmarks.corpus import make_corpus
 from benchmarks.corpus.emit import Emitter
 from benchmarks.corpus.generate import write_contracts
 from tests.conftest import make_settings, start_service
-from tests.kafka_broker import read_topic, topic_size, uncommitted, with_bus
+from tests.kafka_broker import TansuBroker, read_topic, topic_size, uncommitted, with_bus
 from tests.otel_chatbot import Exchange, run_conversation
 from tests.otlp_requests import LOOPBACK, PROTOBUF, metric_value
+from tests.stages import assembling_pipeline
 from tests.waiting import eventually
 from turnwatch.app.roles import Roles, build_roles
 from turnwatch.app.serve import BackgroundService
@@ -48,6 +53,7 @@ pytestmark = pytest.mark.slow  # a broker, five services and Presidio three time
 SECRET = "a-deployment-secret-shared-by-every-replica"
 CONVERSATIONS = 60
 CORPUS_SIZE = 300
+HANDOVER_CONVERSATIONS = 30
 LATE = 6
 PARTITIONS = 4
 SPANS_PER_REQUEST = 16
@@ -109,9 +115,9 @@ class Spans:
             for start in range(0, len(spans), SPANS_PER_REQUEST)
         ]
 
-    def conversations(self) -> list[bytes]:
+    def conversations(self, start: int = 0, stop: int | None = None) -> list[bytes]:
         emitter = Emitter(self.providers)
-        for conversation in self.corpus.conversations:
+        for conversation in self.corpus.conversations[start:stop]:
             emitter.emit(conversation)
         return self.take()
 
@@ -144,14 +150,17 @@ def post(urls: Iterator[str], requests: list[bytes]) -> None:
 class Distributed:
     """Three routing collectors and two sessionizer members, in this process."""
 
-    def __init__(self, bootstrap: str, tmp_path: Path) -> None:
+    def __init__(self, bootstrap: str, tmp_path: Path, **overrides: object) -> None:
         self.bootstrap = bootstrap
         self.members: list[SessionizerRole] = []
         self.services: list[BackgroundService] = []
         self.collector_urls = []
         for number in range(3):
             settings = kafka_settings(
-                bootstrap, tmp_path / f"collector-{number}", **{"routing.mode": "route"}
+                bootstrap,
+                tmp_path / f"collector-{number}",
+                **{"routing.mode": "route"},
+                **overrides,
             )
             background = BackgroundService(
                 settings, functools.partial(build_roles, role="collector")
@@ -161,11 +170,12 @@ class Distributed:
             self.collector_urls.append(f"http://127.0.0.1:{service.ports.otlp_http}")
         self.member_ops = []
         for number in range(2):
-            settings = kafka_settings(bootstrap, tmp_path / f"sessionizer-{number}")
+            settings = kafka_settings(bootstrap, tmp_path / f"sessionizer-{number}", **overrides)
             background = BackgroundService(settings, self._sessionizer)
             service = background.start(timeout=60)
             self.services.append(background)
             self.member_ops.append(f"http://127.0.0.1:{service.ports.ops}")
+        self.member_services = self.services[3:]
 
     def _sessionizer(self, context) -> Roles:
         member = SessionizerRole(context)
@@ -188,18 +198,25 @@ class Distributed:
             what="both sessionizer members to own partitions",
         )
 
-    def settled(self) -> None:
+    def settled(self, members: list[SessionizerRole] | None = None) -> None:
         """Nothing open, held or waiting anywhere, every observation committed."""
+        running = members or self.members
 
         def state() -> tuple:
             return (
-                sum(m.ledger.held() for m in self.members),
-                sum(m.pipeline.sessionizer.open_count for m in self.members),
-                sum(m.handoff.queue.qsize() for m in self.members),
+                sum(m.ledger.held() for m in running),
+                sum(m.pipeline.sessionizer.open_count for m in running),
+                sum(m.handoff.queue.qsize() for m in running),
                 uncommitted(self.bootstrap, self.members[0].group, OBSERVATIONS),
             )
 
         eventually(state, lambda s: s == (0, 0, 0, 0), timeout=60, interval=0.3, what="settled")
+
+    def stop_member(self, number: int) -> None:
+        """SIGTERM's path: stop consuming, commit what is published, hand the rest over."""
+        service = self.member_services[number]
+        self.services.remove(service)
+        service.stop()
 
     def stop(self) -> None:
         for background in reversed(self.services):
@@ -284,3 +301,53 @@ def test_collectors_route_sessionizers_build_the_same_sessions_as_one_process(bo
     assert orjson.loads(opened)  # the content is there, for the deployment key only
     with pytest.raises(Unsealable):
         Sealer(b"another-deployment-secret-entirely").open(sealed.sealed, sealed.route.encode())
+
+
+def assembled_locally(requests: list[bytes]) -> dict[str, int]:
+    """Session id -> turns, as one collector assembles the same spans (no broker, no Presidio)."""
+    config = settings_for(Path("unused")).collector
+    pipeline, built = assembling_pipeline(config, CollectorMetrics(CollectorRegistry()))
+    for body in requests:
+        pipeline.accept_spans(decode_traces(body, DecodeLimits()).items)
+    pipeline.close_all()
+    return {session.session_id: len(session.turns) for session in built.sessions}
+
+
+def test_a_member_that_leaves_hands_its_open_conversations_over_by_replay(tmp_path):
+    broker = TansuBroker()
+    broker.start()
+    spans = Spans(HANDOVER_CONVERSATIONS)
+    half = HANDOVER_CONVERSATIONS // 2
+    before, after = spans.conversations(0, half), spans.conversations(half)
+    # Long enough that nothing closes while the leaving member stops.
+    distributed = Distributed(broker.bootstrap, tmp_path, **{"sessions.idle_timeout_seconds": 6.0})
+    try:
+        distributed.wait_for_both_members()
+        post(distributed.round_robin(), before)
+        distributed.settled()
+        published_before = topic_size(broker.bootstrap, SESSIONS)
+        post(distributed.round_robin(), after)
+        leaving, staying = distributed.members
+        eventually(
+            lambda: leaving.pipeline.sessionizer.open_count,
+            lambda count: count > 0,
+            what="the leaving member to hold open conversations",
+        )
+        distributed.stop_member(0)
+        eventually(
+            lambda: staying.ledger.assigned,
+            lambda owned: len(owned) == PARTITIONS,
+            timeout=30,
+            what="the staying member to own every partition",
+        )
+        distributed.settled(members=[staying])
+        published = read_topic(broker.bootstrap, SESSIONS, HANDOVER_CONVERSATIONS)
+        assert topic_size(broker.bootstrap, SESSIONS) == HANDOVER_CONVERSATIONS
+    finally:
+        distributed.stop()
+        broker.stop()
+    assert published_before == half
+    sessions = by_revision([Session.model_validate_json(record.value) for record in published])
+    assert {revision for _, revision in sessions} == {1}
+    turns = {session_id: len(s.turns) for (session_id, _), s in sessions.items()}
+    assert turns == assembled_locally(before + after)

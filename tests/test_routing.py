@@ -145,9 +145,19 @@ def test_the_ledger_commits_below_the_oldest_held_record_and_forgets_revoked_par
     ledger.release([first])
     assert ledger.committable("t", 0, 12) == 9
     assert ledger.committable("t", 1, 3) == 3
-    ledger.revoke([("t", 0)])
-    assert revoked == [{("t", 0)}] and ledger.held() == 0
+    ledger.hold(Position("t", 1, 2))
+    # An eager rebalance revokes both; partition 1 comes straight back with its holds.
+    ledger.revoke([("t", 0), ("t", 1)])
+    assert not ledger.owns("t", 1) and revoked == []
+    ledger.assign([("t", 1)])
+    assert revoked == [{("t", 0)}] and ledger.held() == 1
     assert ledger.committable("t", 0, 12) == 12 and not ledger.owns("t", 0)
+    assert ledger.committable("t", 1, 3) == 2 and ledger.owns("t", 1)
+    stale = Position("t", 0, 9)  # held before the move: releasing it touches nothing now
+    ledger.assign([("t", 0)])
+    ledger.hold(Position("t", 0, 9, epoch=1))
+    ledger.release([stale])
+    assert ledger.committable("t", 0, 12) == 9
     with pytest.raises(RuntimeError):
         ledger.in_hand()
 
@@ -163,7 +173,7 @@ class Member:
         self.ledger.assign([(OBSERVATIONS, 0), (OBSERVATIONS, 1)])
         self.built = AssembledAtOnce(config, self.metrics)
         self.pipeline = CollectorPipeline(
-            config, self.metrics, self.built, lambda: self.now, release=self.ledger.release
+            config, self.metrics, self.built, lambda: self.now, ledger=self.ledger
         )
         self.published: list[tuple[str, ObservationRecord]] = []
         codec = ObservationCodec(Sealer(secret))
@@ -249,7 +259,8 @@ def test_partitions_that_move_away_take_their_buffered_sessions_with_them():
     async def run() -> None:
         await member.take(a, 0, 1)
         await member.take(b, 1, 1)
-        member.ledger.revoke([(OBSERVATIONS, 0)])
+        member.ledger.revoke([(OBSERVATIONS, 0), (OBSERVATIONS, 1)])
+        member.ledger.assign([(OBSERVATIONS, 1)])  # partition 0 moved to another member
         await asyncio.sleep(0)  # the callback comes from a consumer thread via the loop
         await member.take(a, 0, 2)  # already queued when the partition moved: not taken
 

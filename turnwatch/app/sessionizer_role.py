@@ -45,9 +45,7 @@ class SessionizerRole:
         self.ledger = OffsetLedger()
         build = SessionBuilder(config.service_fallback, metrics)
         self.handoff = Handoff(config.handoff, metrics, build, self.sink)
-        self.pipeline = CollectorPipeline(
-            config, metrics, self.handoff, release=self.ledger.release
-        )
+        self.pipeline = CollectorPipeline(config, metrics, self.handoff, ledger=self.ledger)
         codec = ObservationCodec(Sealer(shared_secret(settings)))
         self.intake = ObservationIntake(
             self.pipeline, codec, self.ledger, bus.publish, config.routing

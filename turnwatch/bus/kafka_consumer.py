@@ -114,7 +114,7 @@ class ConsumerWorker(ConsumerRebalanceListener):
             for tp in lost:
                 self._done.pop(tp, None)
         if self.ledger is not None:
-            self.ledger.revoke((tp.topic, tp.partition) for tp in lost)
+            self.ledger.lose((tp.topic, tp.partition) for tp in lost)
 
     def _pending(self, partitions: set[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
         ledger = self.ledger
@@ -199,10 +199,12 @@ class ConsumerWorker(ConsumerRebalanceListener):
                     log.warning("kafka poll failed", extra={"error": type(exc).__name__})
                     stop.wait(1.0)
                     continue
+                skipped: dict[TopicPartition, int] = {}
                 for tp, records in batch.items():
                     for record in records:
                         with self._lock:
                             if tp not in self._owned:
+                                skipped[tp] = record.offset
                                 break  # revoked mid-batch: the new owner takes it from here
                         self._process(record)
                         with self._lock:
@@ -211,6 +213,7 @@ class ConsumerWorker(ConsumerRebalanceListener):
                             break
                     if stop.is_set():
                         break
+                self._seek_back(consumer, skipped)
                 self._commit(consumer)
                 self._export_lag(consumer)
         finally:
@@ -218,6 +221,15 @@ class ConsumerWorker(ConsumerRebalanceListener):
             with contextlib.suppress(Exception):
                 consumer.close(autocommit=False)
             log.info("kafka consumer stopped", extra={"topics": self.topics, "group": self.group})
+
+    def _seek_back(self, consumer: KafkaConsumer, skipped: dict[TopicPartition, int]) -> None:
+        """A partition revoked mid-batch and assigned straight back (an eager rebalance) keeps
+        its fetch position, past the records skipped: fetch those again."""
+        with self._lock:
+            back = {tp: offset for tp, offset in skipped.items() if tp in self._owned}
+        for tp, offset in back.items():
+            with contextlib.suppress(KafkaError, ValueError, AssertionError):
+                consumer.seek(tp, offset)
 
     def _process(self, record) -> None:
         key = record.key.decode(errors="replace") if record.key is not None else None

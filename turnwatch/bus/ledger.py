@@ -23,6 +23,9 @@ class Position(NamedTuple):
     topic: str
     partition: int
     offset: int
+    epoch: int = 0
+    """Which assignment of the partition it was read in: a partition that moves away and comes
+    back is replayed, and what was held from the earlier read must not release the new holds."""
 
 
 class OffsetLedger:
@@ -32,13 +35,17 @@ class OffsetLedger:
         # Per partition, a min-heap of held offsets; released ones are dropped when they surface.
         self._heaps: dict[tuple[str, int], list[int]] = {}
         self._in_hand: Position | None = None
+        self._epochs: dict[tuple[str, int], int] = {}
         self.assigned: set[tuple[str, int]] = set()
+        self._revoking: set[tuple[str, int]] = set()
         self.on_revoked: Callable[[set[tuple[str, int]]], None] | None = None
         """Called (on a consumer thread) with partitions this member no longer owns."""
 
     # The processor's side: the record being handled.
     def begin(self, topic: str, partition: int, offset: int) -> None:
-        self._in_hand = Position(topic, partition, offset)
+        with self._lock:
+            epoch = self._epochs.get((topic, partition), 0)
+        self._in_hand = Position(topic, partition, offset, epoch)
 
     def end(self) -> None:
         self._in_hand = None
@@ -53,6 +60,8 @@ class OffsetLedger:
     def hold(self, position: Position) -> None:
         partition = (position.topic, position.partition)
         with self._lock:
+            if self._epochs.get(partition, 0) != position.epoch:
+                return  # read before the partition moved: the replay holds it anew
             holds = self._holds.setdefault(partition, Counter())
             if holds[position.offset] == 0:
                 heapq.heappush(self._heaps.setdefault(partition, []), position.offset)
@@ -61,9 +70,11 @@ class OffsetLedger:
     def release(self, positions: Iterable[Position]) -> None:
         with self._lock:
             for position in positions:
-                holds = self._holds.get((position.topic, position.partition))
-                if holds is None or holds[position.offset] == 0:
-                    continue  # its partition was revoked meanwhile
+                partition = (position.topic, position.partition)
+                holds = self._holds.get(partition)
+                stale = self._epochs.get(partition, 0) != position.epoch
+                if stale or holds is None or holds[position.offset] == 0:
+                    continue  # its partition moved meanwhile
                 holds[position.offset] -= 1
                 if holds[position.offset] == 0:
                     del holds[position.offset]
@@ -75,6 +86,16 @@ class OffsetLedger:
     def owns(self, topic: str, partition: int) -> bool:
         with self._lock:
             return (topic, partition) in self.assigned
+
+    def current(self, positions: Iterable[Position]) -> bool:
+        """Whether every position was read in its partition's present assignment (a session
+        built from a partition that moved since is the new owner's to publish)."""
+        with self._lock:
+            return all(
+                (p.topic, p.partition) in self.assigned
+                and self._epochs.get((p.topic, p.partition), 0) == p.epoch
+                for p in positions
+            )
 
     # The consumer's side.
     def committable(self, topic: str, partition: int, next_offset: int) -> int:
@@ -88,10 +109,22 @@ class OffsetLedger:
             return min(heap[0], next_offset) if heap else next_offset
 
     def assign(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """The new assignment. An eager rebalance revokes every partition first; those that
+        come straight back keep their fetch position, so what was buffered from them stays."""
+        new = set(partitions)
         with self._lock:
-            self.assigned |= set(partitions)
+            self.assigned |= new
+            gone, self._revoking = self._revoking - new, set()
+        self.lose(gone)
 
     def revoke(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """A rebalance took these partitions; the next assignment says which ones moved away.
+        Until then none of their records is taken."""
+        with self._lock:
+            self._revoking |= set(partitions)
+            self.assigned -= self._revoking
+
+    def lose(self, partitions: Iterable[tuple[str, int]]) -> None:
         """These partitions moved away (or were lost): their holds no longer count, and the
         handler drops what it buffered from them (the new owner replays it)."""
         gone = set(partitions)
@@ -100,5 +133,6 @@ class OffsetLedger:
             for key in gone:
                 self._holds.pop(key, None)
                 self._heaps.pop(key, None)
+                self._epochs[key] = self._epochs.get(key, 0) + 1
         if gone and self.on_revoked is not None:
             self.on_revoked(gone)
