@@ -24,6 +24,7 @@ from turnwatch.collector.sealing import Sealer, Unsealable
 from tests.conftest import make_settings
 from tests.otlp_requests import chat_span, key_values, trace_id_for, trace_request
 from tests.stages import AssembledAtOnce
+from turnwatch.app.cli import main
 from turnwatch.app.context import ServiceContext
 from turnwatch.app.roles import build_roles
 from turnwatch.bus.config import BusConfig
@@ -285,3 +286,13 @@ def test_the_distributed_roles_refuse_to_start_without_kafka_or_a_shared_secret(
 
     with pytest.raises(ValueError, match="need Kafka"):
         asyncio.run(consume())
+
+
+def test_the_cli_says_what_the_distributed_roles_miss(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TURNWATCH_ROUTING__MODE", "route")
+    assert main(["serve", "--data-dir", str(tmp_path), "--ops-port", "0"]) == 2
+    assert "routing.mode: route needs Kafka" in capsys.readouterr().err
+    monkeypatch.delenv("TURNWATCH_ROUTING__MODE")
+    serve = ["serve", "--role", "sessionizer", "--kafka", "127.0.0.1:9", "--ops-port", "0"]
+    assert main([*serve, "--data-dir", str(tmp_path)]) == 2
+    assert "needs deid.secret or deid.secret_file" in capsys.readouterr().err

@@ -89,6 +89,13 @@ def _run_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if settings.routing.mode == "route" and not settings.bus.kafka.bootstrap:
+        print(
+            "turnwatch: routing.mode: route needs Kafka: pass --kafka BOOTSTRAP or set "
+            "TURNWATCH_KAFKA_BOOTSTRAP (the sessionizer role reads what the collector routes)",
+            file=sys.stderr,
+        )
+        return 2
     configure_logging(settings.log.level)
     return _serve_until_signalled(settings, args.role)
 

@@ -35,6 +35,7 @@ class SessionizerRole:
         from turnwatch.collector.deid.stage import build_deidentifying_sink
 
         settings = context.settings
+        sealer = Sealer(shared_secret(settings))  # first: a missing secret fails before Presidio
         config = settings.collector
         bus = context.bus()
         metrics = CollectorMetrics(context.registry)
@@ -46,7 +47,7 @@ class SessionizerRole:
         build = SessionBuilder(config.service_fallback, metrics)
         self.handoff = Handoff(config.handoff, metrics, build, self.sink)
         self.pipeline = CollectorPipeline(config, metrics, self.handoff, ledger=self.ledger)
-        codec = ObservationCodec(Sealer(shared_secret(settings)))
+        codec = ObservationCodec(sealer)
         self.intake = ObservationIntake(
             self.pipeline, codec, self.ledger, bus.publish, config.routing
         )
