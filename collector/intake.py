@@ -118,9 +118,13 @@ class ObservationIntake:
         for item in items:
             resolve(item, key)
         record = self.codec.seal_observations("conversation", items)
-        await self.publish(OBSERVATIONS, self.codec.route_key("conversation", key), record)
+        try:
+            await self.publish(OBSERVATIONS, self.codec.route_key("conversation", key), record)
+        finally:
+            # Published, or refused (too large: counted by the bus, the record in hand goes to
+            # the dead letter topic); holding them on would stall the partition for good.
+            self.ledger.release(position for _, position in held)
         self.metrics.observations_routed.labels("forwarded").inc(len(items))
-        self.ledger.release(position for _, position in held)
 
     def _sessionize(self, waiting: _Waiting) -> None:
         for item, position in waiting.items:

@@ -10,9 +10,11 @@ id, and the first span that names the trace's conversation also publishes a link
 trace too), from which the trace's owner forwards the waiting spans (`intake.py`). That is the
 OpenTelemetry Collector's two-tier routing, by trace id first, then by conversation.
 
-One record per route and OTLP request: `flush` runs after each request's spans are decoded. The
-request path only enqueues; a task publishes, oldest first. Above the queue's high watermark the
-receivers answer 503; a record that finds the queue full is dropped and counted.
+One record per route and OTLP request (split past `RECORD_CONTENT_BYTES` of content, so a record
+stays well under `bus.max_record_bytes` once encoded): `flush` runs after each request's spans
+are decoded. The request path only enqueues; a task publishes, oldest first. Above the queue's
+high watermark the receivers answer 503; a record that finds the queue full is dropped and
+counted.
 """
 
 from __future__ import annotations
@@ -39,6 +41,22 @@ from turnwatch.lru import LRU
 log = logging.getLogger("turnwatch.collector")
 
 Publish = Callable[[str, str, ObservationRecord], Awaitable[None]]
+
+RECORD_CONTENT_BYTES = 1024 * 1024
+"""Observation content per record; JSON and base64 take it to about twice that on the bus."""
+
+
+def chunks(items: list[RoutedObservation]) -> list[list[RoutedObservation]]:
+    parts: list[list[RoutedObservation]] = [[]]
+    size = 0
+    for item in items:
+        added = item.observation.size_bytes if item.observation is not None else 0
+        if parts[-1] and size + added > RECORD_CONTENT_BYTES:
+            parts.append([])
+            size = 0
+        parts[-1].append(item)
+        size += added
+    return parts
 
 
 class ObservationRouter:
@@ -86,8 +104,9 @@ class ObservationRouter:
         batches, self._batches = self._batches, {}
         links, self._links = self._links, {}
         for (route, value), items in batches.items():
-            record = self.codec.seal_observations(route, items)
-            self._enqueue(self.codec.route_key(route, value), record, len(items))
+            key = self.codec.route_key(route, value)
+            for part in chunks(items):
+                self._enqueue(key, self.codec.seal_observations(route, part), len(part))
         for trace_id, key in links.items():
             record = self.codec.seal_links([TraceLink(trace_id, key)])
             self._enqueue(self.codec.route_key("link", trace_id), record, 0)

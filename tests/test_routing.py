@@ -18,7 +18,7 @@ from turnwatch.collector.observations import BadObservations, ObservationCodec
 from turnwatch.collector.otlp_common import DecodeLimits
 from turnwatch.collector.otlp_proto import trace_request_to_views
 from turnwatch.collector.pipeline import CollectorPipeline
-from turnwatch.collector.router import ObservationRouter
+from turnwatch.collector.router import RECORD_CONTENT_BYTES, ObservationRouter
 from turnwatch.collector.sealing import Sealer, Unsealable
 
 from tests.conftest import make_settings
@@ -296,3 +296,15 @@ def test_the_cli_says_what_the_distributed_roles_miss(tmp_path, capsys, monkeypa
     serve = ["serve", "--role", "sessionizer", "--kafka", "127.0.0.1:9", "--ops-port", "0"]
     assert main([*serve, "--data-dir", str(tmp_path)]) == 2
     assert "needs deid.secret or deid.secret_file" in capsys.readouterr().err
+
+
+def test_a_request_with_more_content_than_a_record_holds_is_split_in_order():
+    routing = Routing()
+    text = "x" * (RECORD_CONTENT_BYTES // 3)
+    big = [chat_span("conv-a", n, extra={"gen_ai.input.messages": text}) for n in range(7)]
+    routing.pipeline.accept_spans(spans(*big))
+    records = [record for _, record in routing.queued() if record.route == "conversation"]
+    assert len(records) == 4  # two spans of a third of the limit (and a little more) each
+    opened = [item for record in records for item in CODEC.open_observations(record)]
+    assert [item.observation.span_id for item in opened] == [view.span_id for view in spans(*big)]
+    assert all(len(record.model_dump_json()) < 4 * RECORD_CONTENT_BYTES for record in records)
