@@ -27,7 +27,7 @@ from turnwatch.collector.observations import (
     resolve,
 )
 from turnwatch.collector.pipeline import CollectorPipeline
-from turnwatch.collector.router import Publish
+from turnwatch.collector.router import Publish, chunks
 
 from turnwatch.bus.ledger import OffsetLedger, Position
 from turnwatch.bus.records import OBSERVATIONS, ObservationRecord, Output, Record
@@ -117,9 +117,11 @@ class ObservationIntake:
         items = [item for item, _ in held]
         for item in items:
             resolve(item, key)
-        record = self.codec.seal_observations("conversation", items)
+        route_key = self.codec.route_key("conversation", key)
         try:
-            await self.publish(OBSERVATIONS, self.codec.route_key("conversation", key), record)
+            for part in chunks(items):
+                record = self.codec.seal_observations("conversation", part)
+                await self.publish(OBSERVATIONS, route_key, record)
         finally:
             # Published, or refused (too large: counted by the bus, the record in hand goes to
             # the dead letter topic); holding them on would stall the partition for good.

@@ -320,6 +320,8 @@ class CollectorPipeline:
             pending.settle()  # nothing to publish: its observations are done with
 
     def _update_gauges(self) -> None:
+        if self.router is not None:
+            return  # a routing collector buffers no session: the gauges are the sessionizer's
         self.metrics.sessions_open.set(self.sessionizer.open_count)
         self.metrics.buffered_bytes.set(self.sessionizer.buffered_bytes)
 

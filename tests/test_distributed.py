@@ -78,7 +78,9 @@ def settings_for(data_dir: Path, **overrides: object) -> Settings:
             # Sessions close on idle only: an end marker routed through another collector may
             # overtake the last spans of its conversation (README: the distributed layout).
             "sessions.end_marker_attributes": {},
-            "sessions.idle_timeout_seconds": 2.0,
+            # Well above the routing hop's delay on a loaded machine (a keyless span waits for
+            # its trace's link, then is forwarded): a closer idle timeout splits conversations.
+            "sessions.idle_timeout_seconds": 5.0,
             "sessions.sweep_interval_seconds": 0.1,
             **overrides,
         }
@@ -320,7 +322,7 @@ def test_a_member_that_leaves_hands_its_open_conversations_over_by_replay(tmp_pa
     half = HANDOVER_CONVERSATIONS // 2
     before, after = spans.conversations(0, half), spans.conversations(half)
     # Long enough that nothing closes while the leaving member stops.
-    distributed = Distributed(broker.bootstrap, tmp_path, **{"sessions.idle_timeout_seconds": 6.0})
+    distributed = Distributed(broker.bootstrap, tmp_path, **{"sessions.idle_timeout_seconds": 8.0})
     try:
         distributed.wait_for_both_members()
         post(distributed.round_robin(), before)

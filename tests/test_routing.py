@@ -308,3 +308,26 @@ def test_a_request_with_more_content_than_a_record_holds_is_split_in_order():
     opened = [item for record in records for item in CODEC.open_observations(record)]
     assert [item.observation.span_id for item in opened] == [view.span_id for view in spans(*big)]
     assert all(len(record.model_dump_json()) < 4 * RECORD_CONTENT_BYTES for record in records)
+
+
+def test_all_roles_in_route_mode_run_the_sessionizer_beside_the_routing_collector(tmp_path):
+    settings = make_settings(
+        **{"routing.mode": "route", "data_dir": str(tmp_path), "deid.secret": SECRET.decode()}
+    )
+    kafka = settings.bus.kafka.model_copy(update={"bootstrap": "127.0.0.1:9"})
+    settings = settings.model_copy(update={"bus": settings.bus.model_copy(update={"kafka": kafka})})
+    roles = build_roles(ServiceContext(settings), "all")
+    try:
+        assert roles.collector is not None and roles.collector.router is not None
+        assert [consumer.name for consumer in roles.consumers] == [
+            "sessionizer",
+            "scorer",
+            "exporter",
+        ]
+        sessionizer = roles.consumers[0]
+        assert sessionizer.topics == (OBSERVATIONS,) and sessionizer.ledger is not None
+        assert sessionizer.group == "turnwatch-sessionizers"
+    finally:
+        for consumer in roles.consumers:
+            if consumer.close is not None:
+                consumer.close()

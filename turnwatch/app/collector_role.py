@@ -19,7 +19,6 @@ from turnwatch.app.settings import Settings
 from turnwatch.bus.base import Bus
 from turnwatch.bus.records import SESSIONS, RecordTooLarge
 from turnwatch.collector.handoff import Handoff
-from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.observations import ObservationCodec
 from turnwatch.collector.otlp_grpc import create_grpc_server
 from turnwatch.collector.otlp_http import create_otlp_app
@@ -68,7 +67,7 @@ class CollectorRole:
         """With a `sealer`, the collector routes observations to the bus instead of building
         sessions (its handoff then stays empty)."""
         config = context.settings.collector
-        metrics = CollectorMetrics(context.registry)
+        metrics = context.collector_metrics()
         build = SessionBuilder(config.service_fallback, metrics)
         self.handoff = Handoff(config.handoff, metrics, build, next_stage)
         self.router: ObservationRouter | None = None

@@ -21,7 +21,6 @@ from turnwatch.bus.ledger import OffsetLedger
 from turnwatch.bus.records import OBSERVATIONS
 from turnwatch.collector.handoff import Handoff
 from turnwatch.collector.intake import ObservationIntake
-from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.observations import ObservationCodec
 from turnwatch.collector.pipeline import CollectorPipeline, SessionBuilder, SessionSink
 from turnwatch.collector.sealing import Sealer
@@ -38,7 +37,7 @@ class SessionizerRole:
         sealer = Sealer(shared_secret(settings))  # first: a missing secret fails before Presidio
         config = settings.collector
         bus = context.bus()
-        metrics = CollectorMetrics(context.registry)
+        metrics = context.collector_metrics()
         output = output or BusSink(bus)
         self.sink = build_deidentifying_sink(
             settings.deid, settings.mode, settings.data_dir, context.registry, output
