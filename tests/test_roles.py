@@ -64,6 +64,7 @@ def test_a_bad_plugin_path_stops_serve_before_it_starts(tmp_path):
     assert started == []
 
 
+@pytest.mark.slow  # a subprocess that imports the whole application
 def test_the_cli_names_a_bad_plugin_path_and_exits_2(tmp_path):
     command = [sys.executable, "-m", "turnwatch", "serve", "--role", "scorer"]
     command += ["--kafka", "127.0.0.1:9", "--ops-port", "0", "--data-dir", str(tmp_path)]

@@ -19,6 +19,7 @@ from turnwatch.exporters.sessions.store import SessionStore
 
 from tests.postgres_server import PostgresServer
 from tests.session_records import START, failing, healthy, incident, relevancy, scored
+from turnwatch.scores import Part
 
 NOW = START.timestamp()
 
@@ -101,6 +102,33 @@ def test_a_later_score_record_for_the_same_revision_is_an_update(database):
         value(registry, "turnwatch_session_store_writes_total", record="score", outcome="stale")
         == 1
     )
+
+
+def test_the_judged_part_fills_in_the_checks_part_and_never_goes_back(database):
+    # The scorer publishes a revision's checks first and the same checks with the judge's
+    # metrics later (ScoreRecord.part); the row must end with the metrics whatever the order.
+    store, _registry = make_store(database)
+    session = healthy("a")
+    store.put_session(session, NOW)
+    checks = scored(session).model_copy(update={"part": Part.CHECKS})
+    judged = scored(session, [relevancy(0.25, turns=(2,))], seconds=3).model_copy(
+        update={"part": Part.JUDGED}
+    )
+    assert store.put_score(checks, NOW) == "stored"
+    assert store.get("a").score.metrics == []
+    assert store.put_score(judged, NOW) == "updated"
+    assert store.put_score(checks, NOW) == "stale"  # a redelivered checks part
+    stored = store.get("a")
+    assert stored.score.part is Part.JUDGED
+    assert [m.value for m in stored.score.metrics] == [0.25]
+    assert {(j.judge, j.value) for j in stored.judges} == {("heuristic", 0.25)}
+
+    reordered, _ = make_store(database)
+    other = healthy("b")
+    assert reordered.put_score(judged.model_copy(update={"session_id": "b"}), NOW) == "stored"
+    assert reordered.put_score(checks.model_copy(update={"session_id": "b"}), NOW) == "stale"
+    reordered.put_session(other, NOW)
+    assert [m.value for m in reordered.get("b").score.metrics] == [0.25]
 
 
 def test_a_session_that_is_not_deidentified_is_refused(database):
