@@ -112,6 +112,8 @@ class OpenSession:
     dropped_spans: int = 0
     forced_attribute: str | None = None
     head_emitted: bool = False
+    held: list[Any] = field(default_factory=list)
+    """Where each observation came from on the bus (sessionizer role); empty otherwise."""
 
     @property
     def session_id(self) -> str:
@@ -213,9 +215,15 @@ class Sessionizer:
         )
 
     def add(
-        self, trace_id: str, context: Context, observation: Observation | None, time_ns: int
+        self,
+        trace_id: str,
+        context: Context,
+        observation: Observation | None,
+        time_ns: int,
+        held: Any = None,
     ) -> tuple[ClosedSession, ...]:
-        """Buffer one span's or log record's facts; return sessions this closed."""
+        """Buffer one span's or log record's facts; return sessions this closed. `held` (the
+        bus position it came from, in the sessionizer role) stays with its session."""
         key, source = self._resolve_key(trace_id, context)
         now = self.clock()
         session = self._open.get(key)
@@ -227,6 +235,8 @@ class Sessionizer:
         else:
             self._open.move_to_end(key)
         session.last_activity = now
+        if held is not None:
+            session.held.append(held)
         self.open_bytes += self._absorb(session, trace_id, context, observation, time_ns)
         closed: tuple[ClosedSession, ...] = ()
         if context.is_end_marker:
@@ -251,6 +261,15 @@ class Sessionizer:
 
     def close_all(self) -> list[ClosedSession]:
         return [self._close(key, CloseReason.SHUTDOWN) for key in list(self._open)]
+
+    def discard(self, drop: Callable[[OpenSession], bool]) -> int:
+        """Forget open sessions without closing them (their observations are replayed to the
+        member that owns them now); return how many."""
+        dropped = [key for key, session in self._open.items() if drop(session)]
+        for key in dropped:
+            session = self._open.pop(key)
+            self.buffered_bytes -= session.size
+        return len(dropped)
 
     def _resolve_key(self, trace_id: str, context: Context) -> tuple[str, str]:
         if context.conversation_key:
@@ -293,6 +312,7 @@ class Sessionizer:
             self.open_bytes += target.size
         added = pending.size - SESSION_OVERHEAD
         target.observations.extend(pending.observations)
+        target.held.extend(pending.held)
         target.trace_ids.update(pending.trace_ids)
         target.scopes.update(pending.scopes)
         for channel, tail in pending.tails.items():

@@ -27,6 +27,7 @@ from turnwatch.collector.config import (
     DecoderConfig,
     HandoffConfig,
     OtlpConfig,
+    RoutingConfig,
     SamplingConfig,
     SessionConfig,
 )
@@ -74,6 +75,7 @@ class Settings(BaseSettings):
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     handoff: HandoffConfig = Field(default_factory=HandoffConfig)
     decoders: DecoderConfig = Field(default_factory=DecoderConfig)
+    routing: RoutingConfig = Field(default_factory=RoutingConfig)
     deid: DeidConfig = Field(default_factory=DeidConfig)
     bus: BusConfig = Field(default_factory=BusConfig)
     scorers: ScorerConfig = Field(default_factory=ScorerConfig)
@@ -104,6 +106,7 @@ class Settings(BaseSettings):
             sampling=self.sampling,
             handoff=self.handoff,
             decoders=self.decoders,
+            routing=self.routing,
         )
 
     @classmethod
