@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ConfigDict, TypeAdapter, ValidationError
 from turnwatch.collector.records import Context, Observation
 from turnwatch.collector.sealing import Sealer, Unsealable
 
@@ -39,7 +39,9 @@ class TraceLink:
     conversation_key: str
 
 
-OBSERVATIONS = TypeAdapter(list[RoutedObservation])
+# `Observation.content` is typed with the decoders' deferred-content class; what is sealed has
+# it parsed (None), so pydantic only needs to accept the type, never to encode one.
+OBSERVATIONS = TypeAdapter(list[RoutedObservation], config=ConfigDict(arbitrary_types_allowed=True))
 LINKS = TypeAdapter(list[TraceLink])
 
 
@@ -68,8 +70,10 @@ class ObservationCodec:
 
     def seal_observations(self, route: Route, items: list[RoutedObservation]) -> ObservationRecord:
         for item in items:
-            if item.observation is not None:
-                item.observation.materialize()
+            if item.observation is not None and item.observation.content is not None:
+                # A routing collector never compares calls (`drop_known` is the sessionizer's),
+                # so the parsed copy holds each call's whole input and no `resends` link.
+                item.observation = item.observation.parsed()
         return self._seal(route, OBSERVATIONS.dump_json(items))
 
     def seal_links(self, links: list[TraceLink]) -> ObservationRecord:

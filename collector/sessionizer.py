@@ -29,6 +29,7 @@ from typing import Any
 
 from turnwatch.collector.config import SessionConfig
 from turnwatch.collector.records import Context, Observation, ObservationKind
+from turnwatch.collector.revision_clock import RevisionClock
 
 from turnwatch.lru import LRU
 from turnwatch.schema import CloseReason
@@ -45,33 +46,9 @@ TAIL_OVERHEAD = 100
 CLOSED_KEY_BYTES = 180
 TRACE_KEY_BYTES = 260
 
-REVISION_COUNTER_SPAN = 1024
-"""Revisions per millisecond before the revision clock runs ahead of the wall clock."""
-
 
 def session_id_for(conversation_key: str) -> str:
     return hashlib.blake2b(conversation_key.encode(), digest_size=16).hexdigest()
-
-
-class RevisionClock:
-    """Revision numbers that only grow, within a process and across restarts, with nothing
-    stored: the close time in milliseconds since the epoch times 1024, plus one for each further
-    close in the same millisecond (a hybrid logical clock). A conversation that returns after
-    its memory was dropped (`max_remembered_sessions`, the reopen window, a restart) gets a
-    number above every earlier one, so downstream deduplication by (session id, revision) never
-    takes it for a redelivery. Values stay below 2**53 (exact as a JSON double) until 2248.
-
-    It relies on the wall clock not stepping back past the last close across a restart; within a
-    process it never goes back whatever the clock does.
-    """
-
-    def __init__(self, wall_clock: Callable[[], float] = time.time) -> None:
-        self.wall_clock = wall_clock
-        self.last = 0
-
-    def next(self) -> int:
-        self.last = max(int(self.wall_clock() * 1000) * REVISION_COUNTER_SPAN, self.last + 1)
-        return self.last
 
 
 @dataclass(slots=True)
@@ -267,8 +244,7 @@ class Sessionizer:
         member that owns them now); return how many."""
         dropped = [key for key, session in self._open.items() if drop(session)]
         for key in dropped:
-            session = self._open.pop(key)
-            self.buffered_bytes -= session.size
+            self.open_bytes -= self._open.pop(key).size
         return len(dropped)
 
     def _resolve_key(self, trace_id: str, context: Context) -> tuple[str, str]:

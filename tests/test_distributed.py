@@ -226,21 +226,28 @@ class Distributed:
 
 
 def by_revision(sessions: list[Session]) -> dict[tuple[str, int], Session]:
+    """Each session's revisions numbered 1, 2, ... in their order: revision numbers come from
+    each sessionizer's clock, so two deployments agree on their order, not their values."""
     keyed = {(s.session_id, s.revision): s for s in sessions}
     assert len(keyed) == len(sessions), "a session revision was published twice"
-    return keyed
+    nth: dict[tuple[str, int], Session] = {}
+    for session_id, revision in sorted(keyed):
+        count = sum(1 for key in nth if key[0] == session_id)
+        nth[(session_id, count + 1)] = keyed[(session_id, revision)]
+    return nth
 
 
 def comparable(session: Session) -> dict:
-    """The whole record, but trace ids as a set: collectors publish in their own order."""
-    record = session.model_dump(mode="json")
+    """The whole record but its revision number (see `by_revision`), trace ids as a set:
+    collectors publish in their own order."""
+    record = session.model_dump(mode="json", exclude={"revision"})
     record["trace_ids"] = sorted(record["trace_ids"])
     return record
 
 
 def findings(scorer: Scorer, session: Session) -> dict:
     record = scorer.score(session)
-    return record.model_dump(mode="json", exclude={"scored_at"})
+    return record.model_dump(mode="json", exclude={"scored_at", "revision"})
 
 
 def test_collectors_route_sessionizers_build_the_same_sessions_as_one_process(bootstrap, tmp_path):

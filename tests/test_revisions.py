@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 from turnwatch.collector.metrics import CollectorMetrics
-from turnwatch.collector.sessionizer import REVISION_COUNTER_SPAN, RevisionClock
+from turnwatch.collector.revision_clock import REVISION_COUNTER_SPAN, RevisionClock
 
 from tests.conversations import conversation_spans, received
 from tests.stages import assembling_pipeline

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 from prometheus_client import CollectorRegistry
-from turnwatch.collector.sessionizer import RevisionClock
+from turnwatch.collector.revision_clock import RevisionClock
 from turnwatch.exporters.sessions.config import RetentionConfig
 from turnwatch.exporters.sessions.database import PostgresDatabase, SqliteDatabase
 from turnwatch.exporters.sessions.metrics import SessionStoreMetrics
