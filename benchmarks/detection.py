@@ -31,7 +31,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from turnwatch.collector.sessionizer import session_id_for
+from turnwatch.collector.session_keys import session_id_for
 
 from benchmarks.corpus import DEFAULT_COUNT, make_corpus
 from benchmarks.corpus.emit import Emitter

@@ -42,6 +42,7 @@ class Handoff:
         except asyncio.QueueFull:
             self.metrics.handoff_dropped.labels("queue_full").inc()
             log.warning("handoff queue full; session dropped", extra={"reason": "queue_full"})
+            pending.settle()  # dropped and counted: holding it would stall its partition
         self.metrics.handoff_depth.set(self.queue.qsize())
 
     async def run(self) -> None:
@@ -50,10 +51,15 @@ class Handoff:
             try:
                 await self._hand_on(pending)
             finally:
+                pending.settle()
                 self.queue.task_done()
                 self.metrics.handoff_depth.set(self.queue.qsize())
 
     async def _hand_on(self, pending: PendingSession) -> None:
+        if pending.superseded():
+            # Not lost: the partition's new owner replays its observations and publishes it.
+            self.metrics.handoff_dropped.labels("partition_moved").inc()
+            return
         try:
             session = self.build(pending)
         except Exception:

@@ -22,6 +22,11 @@ class CollectorMetrics:
             ["transport", "reason"],
             registry=registry,
         )
+        self.requests_in_flight = Gauge(
+            "turnwatch_otlp_requests_in_flight",
+            "OTLP export requests being read or decoded (at most otlp.max_concurrent_requests).",
+            registry=registry,
+        )
         self.request_duration = Histogram(
             "turnwatch_otlp_request_duration_seconds",
             "Time to decode and buffer one OTLP export request.",
@@ -76,7 +81,8 @@ class CollectorMetrics:
         )
         self.buffered_bytes = Gauge(
             "turnwatch_session_buffer_bytes",
-            "Approximate bytes of content buffered in open sessions.",
+            "Memory the sessionizer holds: open sessions, content kept for the reopen window "
+            "and its key maps (measured object sizes).",
             registry=registry,
         )
         self.handoff_depth = Gauge(
@@ -92,8 +98,33 @@ class CollectorMetrics:
         )
         self.assembly_duration = Histogram(
             "turnwatch_session_assembly_seconds",
-            "Time to assemble one sampled session into its wire record (parse, align, validate).",
+            "CPU time to assemble one sampled session into its wire record (parse, align, "
+            "validate), of the thread that assembles it.",
             buckets=ASSEMBLY_BUCKETS,
+            registry=registry,
+        )
+        self.observations_routed = Counter(
+            "turnwatch_observations_routed_total",
+            "Observations sealed onto turnwatch.observations (route mode), by route "
+            "(conversation, trace) and forwarded by a sessionizer after a link (forwarded).",
+            ["route"],
+            registry=registry,
+        )
+        self.observations_dropped = Counter(
+            "turnwatch_observations_dropped_total",
+            "Observations (a trace link counts one) lost on the distributed hop, by reason "
+            "(queue_full, publish_error, unsealable, invalid).",
+            ["reason"],
+            registry=registry,
+        )
+        self.routing_depth = Gauge(
+            "turnwatch_routing_queue_depth",
+            "Sealed observation records waiting for the bus (route mode).",
+            registry=registry,
+        )
+        self.pending_traces = Gauge(
+            "turnwatch_pending_traces",
+            "Sessionizer: traces whose spans wait for a link to their conversation.",
             registry=registry,
         )
         self.handoff_delivered = Counter(

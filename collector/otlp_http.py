@@ -5,17 +5,19 @@ their traces (traceloop-sdk does by default) would otherwise log a 404 on every 
 turnwatch has no use for them.
 
 Error contract (OTLP specification): 200 with `partial_success` for spans that cannot be used,
-400 for an undecodable body, 401 for a missing or wrong bearer token, 413 past the size caps,
-415 for a content type or encoding it does not speak, 503 with Retry-After when the pipeline is
-saturated (503 rather than 429 because Python exporters before 1.44 retry 5xx but drop on 429).
-Responses use the request's content type; error bodies are `google.rpc.Status`.
+400 for an undecodable body (or one that does not arrive within `otlp.body_timeout_seconds`),
+401 for a missing or wrong bearer token, 413 past the size caps and the caps on what a request
+holds, 415 for a content type or encoding it does not speak, 503 with Retry-After when the
+pipeline or the receiver is saturated (503 rather than 429 because Python exporters before 1.44
+retry 5xx but drop on 429). Responses use the request's content type; error bodies are
+`google.rpc.Status`. The body is decompressed and decoded off the event loop (receiver.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Callable
 
 import orjson
 from fastapi import FastAPI, Request, Response
@@ -32,18 +34,18 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
     ExportTraceServiceResponse,
 )
+from starlette.requests import ClientDisconnect
 from turnwatch.collector import otlp_json, otlp_proto
-from turnwatch.collector.body import BodyTooLarge, UnsupportedEncoding, decompress
-from turnwatch.collector.otlp_common import DecodeLimits, DecodeResult, Undecodable
-from turnwatch.collector.receiver import IngestOutcome, Receiver
+from turnwatch.collector.body import BodyTooLarge, UnsupportedEncoding
+from turnwatch.collector.otlp_common import DecodeResult, TooLarge, Undecodable
+from turnwatch.collector.receiver import Decoder, IngestOutcome, Receiver, not_decoded
 
 log = logging.getLogger("turnwatch.collector.http")
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 TRANSPORT = "http"
-
-Decoder = Callable[[bytes, DecodeLimits], DecodeResult]
+CLOSE = {"Connection": "close"}
 
 
 class _Refusal(Exception):
@@ -57,7 +59,7 @@ def _media_type(request: Request) -> str:
     return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
+async def _read_body(request: Request, limit: int) -> list[bytes]:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise BodyTooLarge("declared body exceeds the limit")
@@ -68,7 +70,7 @@ async def _read_body(request: Request, limit: int) -> bytes:
         if size > limit:
             raise BodyTooLarge("body exceeds the limit")
         chunks.append(chunk)
-    return b"".join(chunks)
+    return chunks
 
 
 # google.rpc.Status.code is a google.rpc.Code (the gRPC code set), not an HTTP status; the
@@ -90,10 +92,6 @@ def _error_response(media_type: str, refusal: _Refusal) -> Response:
         return Response(body, refusal.status, refusal.headers, media_type=JSON)
     body = Status(code=code, message=refusal.message).SerializeToString()
     return Response(body, refusal.status, refusal.headers, media_type=PROTOBUF)
-
-
-def _not_decoded(body: bytes, limits: DecodeLimits) -> DecodeResult:
-    return DecodeResult()
 
 
 def _success_response(media_type: str, signal: str, outcome: IngestOutcome) -> Response:
@@ -137,8 +135,8 @@ def create_otlp_app(receiver: Receiver) -> FastAPI:
         ("traces", JSON): otlp_json.decode_traces,
         ("logs", PROTOBUF): otlp_proto.decode_logs,
         ("logs", JSON): otlp_json.decode_logs,
-        ("metrics", PROTOBUF): _not_decoded,
-        ("metrics", JSON): _not_decoded,
+        ("metrics", PROTOBUF): not_decoded,
+        ("metrics", JSON): not_decoded,
     }
     retry_after = {"Retry-After": str(config.retry_after_seconds)}
 
@@ -146,6 +144,7 @@ def create_otlp_app(receiver: Receiver) -> FastAPI:
         started = time.perf_counter()
         media_type = _media_type(request)
         answer_type = media_type if media_type in (PROTOBUF, JSON) else PROTOBUF
+        read: list[bytes] | None = None
         try:
             if not receiver.authorized(request.headers.get("authorization")):
                 raise _Refusal(
@@ -161,25 +160,13 @@ def create_otlp_app(receiver: Receiver) -> FastAPI:
                 )
             if receiver.overloaded():
                 raise _Refusal(503, "overloaded", "pipeline saturated; retry later", retry_after)
-            try:
-                raw = await _read_body(request, config.max_request_bytes)
-                body = decompress(
-                    raw, request.headers.get("content-encoding", ""), config.max_decompressed_bytes
-                )
-                result = decode(body, receiver.limits)
-            except BodyTooLarge as exc:
-                raise _Refusal(413, "too_large", str(exc)) from None
-            except UnsupportedEncoding:
+            if receiver.saturated():
                 raise _Refusal(
-                    415,
-                    "unsupported_encoding",
-                    "content encoding must be gzip, deflate or identity",
-                ) from None
-            except Undecodable as exc:
-                raise _Refusal(400, "undecodable", str(exc)) from None
-            except (RecursionError, UnicodeDecodeError, ValueError, TypeError) as exc:
-                log.warning("decoder failed on request", extra={"error": type(exc).__name__})
-                raise _Refusal(400, "undecodable", "body could not be decoded") from None
+                    503, "too_many_requests", "too many requests at once; retry later", retry_after
+                )
+            with receiver.in_flight():
+                read = await _body(request)
+                result = await _decoded(request, signal, decode, read)
             if signal == "traces":
                 outcome = receiver.ingest_spans(TRANSPORT, result)
             elif signal == "metrics":
@@ -189,11 +176,50 @@ def create_otlp_app(receiver: Receiver) -> FastAPI:
             return _success_response(answer_type, signal, outcome)
         except _Refusal as refusal:
             receiver.reject_request(TRANSPORT, signal, refusal.reason)
+            if read is None and request.headers.get("content-length") != "0":
+                # Refused before its body was read: the connection closes with the answer
+                # rather than stay open while the client sends what will only be discarded.
+                refusal.headers = {**refusal.headers, **CLOSE}
             return _error_response(answer_type, refusal)
         finally:
             receiver.metrics.request_duration.labels(TRANSPORT).observe(
                 time.perf_counter() - started
             )
+
+    async def _body(request: Request) -> list[bytes]:
+        try:
+            async with asyncio.timeout(config.body_timeout_seconds):
+                return await _read_body(request, config.max_request_bytes)
+        except TimeoutError:
+            # A slow sender, or a Content-Length that promised more than came.
+            message = f"body not received within {config.body_timeout_seconds:g} s"
+            raise _Refusal(400, "body_timeout", message) from None
+        except ClientDisconnect:
+            raise _Refusal(400, "client_disconnected", "client went away mid-body") from None
+        except TooLarge as exc:
+            raise _Refusal(413, exc.reason, str(exc)) from None
+
+    async def _decoded(
+        request: Request, signal: str, decode: Decoder, chunks: list[bytes]
+    ) -> DecodeResult:
+        try:
+            encoding = request.headers.get("content-encoding", "")
+            return await receiver.decode(decode, chunks, encoding, signal)
+        except TooLarge as exc:
+            raise _Refusal(413, exc.reason, str(exc)) from None
+        except UnsupportedEncoding:
+            raise _Refusal(
+                415,
+                "unsupported_encoding",
+                "content encoding must be gzip, deflate or identity",
+            ) from None
+        except Undecodable as exc:
+            raise _Refusal(400, "undecodable", str(exc)) from None
+        except (RecursionError, UnicodeDecodeError, ValueError, TypeError) as exc:
+            receiver.warnings.warning(
+                "decoder failed on request", "undecodable", error=type(exc).__name__
+            )
+            raise _Refusal(400, "undecodable", "body could not be decoded") from None
 
     @app.post("/v1/traces")
     async def export_traces(request: Request) -> Response:

@@ -5,6 +5,11 @@ sessions are sampled before anything expensive happens (only sampled sessions ar
 later, de-identified), then offered to the next stage, which must not block the request path:
 in `turnwatch serve` that is the handoff queue (handoff.py); a test that wants the sessions at
 once composes a stage that assembles and keeps them.
+
+In the distributed layout the same pipeline runs split in two: a collector given a `router`
+decodes and routes (router.py), and the sessionizer role feeds what it consumes into
+`add_routed`, with the bus position each observation came from; a closed session's positions are
+released in the `ledger` once it has been handed on, so offsets are committed only then.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from turnwatch.collector.assembler import EPOCH, assemble, ns_to_datetime
@@ -22,10 +27,13 @@ from turnwatch.collector.config import CollectorConfig
 from turnwatch.collector.dialects import build_log_decoders, build_span_decoders
 from turnwatch.collector.identity import ContextReader
 from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.collector.observations import RoutedObservation
 from turnwatch.collector.records import Context, LogView, Observation, SpanView
+from turnwatch.collector.router import ObservationRouter
 from turnwatch.collector.sampler import Sampler, SamplingSignals
 from turnwatch.collector.sessionizer import TRACE_KEY_SOURCE, ClosedSession, Sessionizer
 
+from turnwatch.bus.ledger import OffsetLedger, Position
 from turnwatch.schema import CloseReason, SamplingDecision, Session
 
 log = logging.getLogger("turnwatch.collector")
@@ -42,6 +50,18 @@ class PendingSession:
 
     closed: ClosedSession
     decision: SamplingDecision
+    held: list[Position] = field(default_factory=list)
+    """Where its observations sit on the bus (sessionizer role), released once handed on."""
+    ledger: OffsetLedger | None = None
+
+    def settle(self) -> None:
+        """It has been handed on (or dropped): its observations may be committed."""
+        if self.ledger is not None:
+            self.ledger.release(self.held)
+
+    def superseded(self) -> bool:
+        """A partition it came from moved to another member, which replays and publishes it."""
+        return self.ledger is not None and not self.ledger.current(self.held)
 
 
 class PendingStage(Protocol):
@@ -86,7 +106,8 @@ class SessionBuilder:
         self.metrics = metrics
 
     def __call__(self, pending: PendingSession) -> Session:
-        started_assembly = time.perf_counter()
+        # CPU time of this thread: what assembling cost, not how long other work made it wait.
+        started_assembly = time.thread_time()
         closed, decision = pending.closed, pending.decision
         state = closed.state
         transcript = assemble(state.observations)
@@ -134,7 +155,7 @@ class SessionBuilder:
         )
         for reason in session.incomplete_reasons:
             self.metrics.sessions_incomplete.labels(reason).inc()
-        self.metrics.assembly_duration.observe(time.perf_counter() - started_assembly)
+        self.metrics.assembly_duration.observe(time.thread_time() - started_assembly)
         return session
 
 
@@ -145,10 +166,14 @@ class CollectorPipeline:
         metrics: CollectorMetrics,
         next_stage: PendingStage,
         clock: Callable[[], float] = time.monotonic,
+        router: ObservationRouter | None = None,
+        ledger: OffsetLedger | None = None,
     ) -> None:
         self.config = config
         self.metrics = metrics
         self.next_stage = next_stage
+        self.router = router
+        self.ledger = ledger
         markers = config.decoders.redaction_markers
         self.span_decoders = build_span_decoders(config.decoders.dialects, markers)
         self.log_decoders = build_log_decoders(config.decoders.dialects, markers)
@@ -170,6 +195,8 @@ class CollectorPipeline:
         self._trace_keyed_unreported = 0
 
     def overloaded(self) -> bool:
+        if self.router is not None and self.router.overloaded():
+            return True
         return self.next_stage.overloaded()
 
     def accept_spans(self, spans: list[SpanView]) -> int:
@@ -196,7 +223,7 @@ class CollectorPipeline:
             if observation is None and not (context.is_error or self.reader.has_identity(context)):
                 continue
             self._add(span.trace_id, context, observation, span.start_ns)
-        self._update_gauges()
+        self._flush()
         return failed
 
     def accept_logs(self, records: list[LogView]) -> int:
@@ -226,7 +253,7 @@ class CollectorPipeline:
                 self._event_sequence += 1
                 observation.event_sequence = self._event_sequence
             self._add(trace_id, context, observation, record.time_ns)
-        self._update_gauges()
+        self._flush()
         return failed
 
     @staticmethod
@@ -237,11 +264,34 @@ class CollectorPipeline:
                 return observation
         return None
 
+    def _flush(self) -> None:
+        if self.router is not None:
+            self.router.flush()
+        self._update_gauges()
+
     def _add(
         self, trace_id: str, context: Context, observation: Observation | None, time_ns: int
     ) -> None:
+        if self.router is not None:
+            self.router.add(trace_id, context, observation, time_ns)
+            return
+        self._sessionize(trace_id, context, observation, time_ns, None)
+
+    def add_routed(self, item: RoutedObservation, held: Position) -> None:
+        """The sessionizer role: one observation consumed from the bus, held at `held`."""
+        self._sessionize(item.trace_id, item.context, item.observation, item.time_ns, held)
+        self._update_gauges()
+
+    def _sessionize(
+        self,
+        trace_id: str,
+        context: Context,
+        observation: Observation | None,
+        time_ns: int,
+        held: Position | None,
+    ) -> None:
         opened_before = self.sessionizer.opened
-        closed = self.sessionizer.add(trace_id, context, observation, time_ns)
+        closed = self.sessionizer.add(trace_id, context, observation, time_ns, held)
         if self.sessionizer.opened != opened_before:
             self.metrics.sessions_opened.inc(self.sessionizer.opened - opened_before)
         for item in closed:
@@ -261,6 +311,7 @@ class CollectorPipeline:
         state = closed.state
         if state.key_source == TRACE_KEY_SOURCE:
             self._trace_keyed(state.service)
+        held, state.held = state.held, []
         self._closed_counter(closed.reason.value).inc()
         decision = self.sampler.decide(
             state.conversation_key,
@@ -271,8 +322,11 @@ class CollectorPipeline:
             ),
         )
         self._sampled_counter(decision.reason.value).inc()
+        pending = PendingSession(closed, decision, held, self.ledger)
         if decision.sampled:
-            self.next_stage.offer(PendingSession(closed, decision))
+            self.next_stage.offer(pending)
+        else:
+            pending.settle()  # nothing to publish: its observations are done with
 
     def _trace_keyed(self, service: str | None) -> None:
         """A trace that never named a conversation closed as a session of its own: count it
@@ -299,8 +353,10 @@ class CollectorPipeline:
         self._trace_keyed_unreported = 0
 
     def _update_gauges(self) -> None:
+        if self.router is not None:
+            return  # a routing collector buffers no session: the gauges are the sessionizer's
         self.metrics.sessions_open.set(self.sessionizer.open_count)
-        self.metrics.buffered_bytes.set(self.sessionizer.buffered_bytes)
+        self.metrics.buffered_bytes.set(self.sessionizer.held_bytes)
 
     async def run_sweeper(self) -> None:
         interval = self.config.sessions.sweep_interval_seconds

@@ -1,21 +1,61 @@
-"""What the OTLP/HTTP and OTLP/gRPC receivers share: auth, overload and ingest accounting."""
+"""What the OTLP/HTTP and OTLP/gRPC receivers share: auth, admission, decoding off the event loop
+and ingest accounting.
+
+Decompressing and decoding a request is CPU work that grows with the body (tens of milliseconds
+for a large request, seconds for a hostile one), so it runs in a small thread pool
+(`otlp.decode_workers`) and the event loop keeps answering `/healthz`, other requests and the
+pipeline's sweeper meanwhile. Only the decoding leaves the loop: the pipeline's state is
+loop-confined, so what a request decoded is handed to the pipeline back on the loop. At most
+`otlp.max_concurrent_requests` requests are read and decoded at once, which bounds the memory
+that bodies and decoding take together; past it the answer is 503 / UNAVAILABLE.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
+import logging
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from turnwatch.collector.body import decompress
 from turnwatch.collector.config import OtlpConfig
 from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.otlp_common import DecodeLimits, DecodeResult
 from turnwatch.collector.pipeline import CollectorPipeline
 from turnwatch.collector.records import LogView, SpanView
 
+from turnwatch.logs import RateLimitedLog
+
+log = logging.getLogger("turnwatch.collector.receiver")
+
+Decoder = Callable[[bytes, DecodeLimits], DecodeResult]
+
 
 @dataclass(slots=True)
 class IngestOutcome:
     rejected: int
     message: str
+
+
+def decode_body(
+    decoder: Decoder, chunks: list[bytes], encoding: str, limits: DecodeLimits, inflated_cap: int
+) -> DecodeResult:
+    """Join, decompress and decode one request body (run in the decoding threads). The chunk
+    list is emptied as it is joined, so the request's raw bytes are freed once inflated."""
+    data = b"".join(chunks)
+    chunks.clear()
+    body = decompress(data, encoding, inflated_cap)
+    del data
+    return decoder(body, limits)
+
+
+def not_decoded(body: bytes, limits: DecodeLimits) -> DecodeResult:
+    """The decoder of a signal turnwatch does not use (metrics): the body is read and
+    decompressed within the same caps as any other, then dropped."""
+    return DecodeResult()
 
 
 class Receiver:
@@ -25,9 +65,19 @@ class Receiver:
         self.config = config
         self.pipeline = pipeline
         self.metrics = metrics
-        self.limits = DecodeLimits(max_attribute_bytes=config.max_attribute_bytes)
+        self.span_limits = DecodeLimits(
+            config.max_attribute_bytes, config.max_spans_per_request, config.max_values_per_request
+        )
+        self.log_limits = DecodeLimits(
+            config.max_attribute_bytes,
+            config.max_log_records_per_request,
+            config.max_values_per_request,
+        )
         token = config.auth_token.get_secret_value() if config.auth_token else None
         self._expected = token.encode() if token else None
+        self._decoding = ThreadPoolExecutor(config.decode_workers, "turnwatch-decode")
+        self._in_flight = 0
+        self.warnings = RateLimitedLog(log)
 
     def authorized(self, authorization: str | None) -> bool:
         if self._expected is None:
@@ -41,14 +91,56 @@ class Receiver:
     def overloaded(self) -> bool:
         return self.pipeline.overloaded()
 
+    def saturated(self) -> bool:
+        """True when `max_concurrent_requests` are being read or decoded already."""
+        return self._in_flight >= self.config.max_concurrent_requests
+
+    @contextlib.contextmanager
+    def in_flight(self) -> Iterator[None]:
+        """One request being read and decoded (the caller checked `saturated` first)."""
+        self._in_flight += 1
+        self.metrics.requests_in_flight.set(self._in_flight)
+        try:
+            yield
+        finally:
+            self._in_flight -= 1
+            self.metrics.requests_in_flight.set(self._in_flight)
+
+    def limits_for(self, signal: str) -> DecodeLimits:
+        return self.span_limits if signal == "traces" else self.log_limits
+
+    async def decode(
+        self, decoder: Decoder, chunks: list[bytes], encoding: str, signal: str
+    ) -> DecodeResult:
+        """Decompress and decode off the event loop; raises what the decoder raises."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._decoding,
+            decode_body,
+            decoder,
+            chunks,
+            encoding,
+            self.limits_for(signal),
+            self.config.max_decompressed_bytes,
+        )
+
+    def close(self) -> None:
+        self._decoding.shutdown(wait=False, cancel_futures=True)
+
     def reject_request(self, transport: str, signal: str, reason: str) -> None:
-        self.metrics.request_rejections.labels(transport, reason).inc()
+        self.reject(transport, reason)
         self.metrics.requests.labels(transport, signal, "rejected").inc()
 
     def ignore_request(self, transport: str, signal: str) -> IngestOutcome:
         """An export of a signal turnwatch does not use (metrics): answered, counted, dropped."""
         self.metrics.requests.labels(transport, signal, "ignored").inc()
         return IngestOutcome(rejected=0, message="")
+
+    def reject(self, transport: str, reason: str) -> None:
+        """A refusal before there was a request to answer (a connection closed, a header or
+        body that never came): counted by reason, logged at most every few seconds."""
+        self.metrics.request_rejections.labels(transport, reason).inc()
+        self.warnings.warning("otlp request refused", reason, transport=transport)
 
     def ingest_spans(self, transport: str, result: DecodeResult[SpanView]) -> IngestOutcome:
         failed = self.pipeline.accept_spans(result.items)

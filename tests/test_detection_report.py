@@ -4,7 +4,7 @@ score records to corpus conversations (benchmarks/detection.py), on hand-made re
 from __future__ import annotations
 
 import pytest
-from turnwatch.collector.sessionizer import session_id_for
+from turnwatch.collector.session_keys import session_id_for
 
 from benchmarks.corpus.generate import main as generate_main
 from benchmarks.detection import main as detection_main

@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
 def stored_pairs(store: Any, records: list[dict[str, Any]], match: Any):
     """(corpus record, stored score record) for every conversation the store holds with exactly
     the corpus's turns, matched the way the detection benchmark matches them."""
-    from turnwatch.collector.sessionizer import session_id_for
+    from turnwatch.collector.session_keys import session_id_for
 
     scores = []
     for record in records:

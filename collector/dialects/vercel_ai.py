@@ -11,14 +11,16 @@ of its own. The SDK puts the ids an application passes as telemetry metadata und
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import orjson
 from turnwatch.collector.dialects.base import (
+    CONTENT_OVERHEAD,
+    OBSERVATION_OVERHEAD,
     SpanDecoder,
     first_int,
     first_str,
+    held_size,
     maybe_json,
     normalise_role,
     salvage_json,
@@ -29,6 +31,7 @@ from turnwatch.collector.dialects.base import (
 )
 from turnwatch.collector.records import (
     STATUS_ERROR,
+    DeferredContent,
     Message,
     Observation,
     ObservationKind,
@@ -109,28 +112,51 @@ def _read_message(raw: Any, markers: frozenset[str], reasons: list[str]) -> list
     return [message]
 
 
-def _fill_content(attributes: dict[str, Any], markers: frozenset[str], call: Observation) -> None:
-    reasons = call.incomplete_reasons
-    inputs: list[Message] = []
-    raw = attributes.get(PROMPT_MESSAGES)
-    if isinstance(raw, str):
-        prompt, truncated = salvage_json(raw)
-        if truncated:
-            reasons.append("truncated_content")
-        for message in prompt if isinstance(prompt, list) else []:
-            inputs.extend(_read_message(message, markers, reasons))
-    call.inputs, call.system_instructions = split_system(inputs)
-    text, redacted = text_or_marker(attributes.get(RESPONSE_TEXT), markers)
-    answer = Message("assistant", text=text, redacted=redacted)
-    calls, _ = salvage_json(attributes.get(RESPONSE_TOOL_CALLS) or "[]")
-    for raw_call in calls if isinstance(calls, list) else []:
-        if isinstance(raw_call, dict):
-            arguments = raw_call.get("input", raw_call.get("args"))
-            answer.tool_calls.append(
-                tool_call_part(raw_call.get("toolCallId"), raw_call.get("toolName"), arguments)
-            )
-    if answer.text is not None or answer.tool_calls or redacted:
-        call.outputs = [answer]
+class VercelAIContent(DeferredContent):
+    """A call's prompt, answer text and answer tool calls as they arrived, parsed at assembly.
+
+    Its channel is "": each call's prompt is kept whole rather than cut to what follows the
+    previous call's (`drop_known`), and the assembler aligns the resent history away. The SDK
+    writes the prompt as one JSON string, so cutting it would need the string-prefix matching of
+    `GenAIContent` over a message format of its own; until memory shows the need, the simpler
+    copy is the one kept.
+    """
+
+    def __init__(self, attributes: dict[str, Any], markers: frozenset[str]) -> None:
+        self.markers = markers
+        self.prompt = attributes.get(PROMPT_MESSAGES)
+        self.text = attributes.get(RESPONSE_TEXT)
+        self.tool_calls = attributes.get(RESPONSE_TOOL_CALLS)
+        self.history_bytes = held_size(self.prompt)
+        self.held_bytes = (
+            CONTENT_OVERHEAD
+            + self.history_bytes
+            + held_size(self.text)
+            + held_size(self.tool_calls)
+        )
+
+    def fill(self, call: Observation) -> bool:
+        reasons = call.incomplete_reasons
+        inputs: list[Message] = []
+        if isinstance(self.prompt, str):
+            prompt, truncated = salvage_json(self.prompt)
+            if truncated:
+                reasons.append("truncated_content")
+            for message in prompt if isinstance(prompt, list) else []:
+                inputs.extend(_read_message(message, self.markers, reasons))
+        call.inputs, call.system_instructions = split_system(inputs)
+        text, redacted = text_or_marker(self.text, self.markers)
+        answer = Message("assistant", text=text, redacted=redacted)
+        calls, _ = salvage_json(self.tool_calls or "[]")
+        for raw_call in calls if isinstance(calls, list) else []:
+            if isinstance(raw_call, dict):
+                arguments = raw_call.get("input", raw_call.get("args"))
+                answer.tool_calls.append(
+                    tool_call_part(raw_call.get("toolCallId"), raw_call.get("toolName"), arguments)
+                )
+        if answer.text is not None or answer.tool_calls or redacted:
+            call.outputs = [answer]
+        return False
 
 
 class VercelAIDecoder(SpanDecoder):
@@ -174,15 +200,9 @@ class VercelAIDecoder(SpanDecoder):
             "ai.usage.completionTokens",
             "gen_ai.usage.output_tokens",
         )
-        call.size_bytes = sum(
-            len(value) if isinstance(value, str) else 0
-            for value in (
-                attributes.get(PROMPT_MESSAGES),
-                attributes.get(RESPONSE_TEXT),
-                attributes.get(RESPONSE_TOOL_CALLS),
-            )
-        )
         if span.dropped_attributes:
             call.incomplete_reasons.append("dropped_attributes")
-        call.deferred_content = partial(_fill_content, attributes, self.markers)
+        content = VercelAIContent(attributes, self.markers)
+        call.content = content
+        call.size_bytes = OBSERVATION_OVERHEAD + content.held_bytes
         return call

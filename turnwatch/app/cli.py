@@ -54,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", type=Path, help="YAML configuration file")
     serve.add_argument(
         "--role",
-        choices=["all", "collector", "scorer", "exporter"],
+        choices=["all", "collector", "sessionizer", "scorer", "exporter"],
         default="all",
         help="run one role only (needs Kafka: --kafka or TURNWATCH_KAFKA_BOOTSTRAP)",
     )
@@ -104,6 +104,13 @@ def _run_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if settings.routing.mode == "route" and not settings.bus.kafka.bootstrap:
+        print(
+            "turnwatch: routing.mode: route needs Kafka: pass --kafka BOOTSTRAP or set "
+            "TURNWATCH_KAFKA_BOOTSTRAP (the sessionizer role reads what the collector routes)",
+            file=sys.stderr,
+        )
+        return 2
     configure_logging(settings.log.level)
     return _serve_until_signalled(settings, args.role)
 
@@ -121,7 +128,7 @@ def _announcer(settings: Settings, role: str) -> Callable[[Service], None]:
     def announce(service: Service) -> None:
         ports = service.ports
         ops = f"ops http://{settings.ops.host}:{ports.ops}/metrics"
-        if role in ("scorer", "exporter"):
+        if role in ("sessionizer", "scorer", "exporter"):
             print(f"turnwatch {__version__} ({role}): {ops}", flush=True)
             return
         print(

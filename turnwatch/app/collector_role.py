@@ -2,21 +2,25 @@
 
 `build_collector` is how `turnwatch serve` composes it, always with de-identification in front of
 the output. `CollectorRole` itself takes whatever next stage it is given: a test that wants the raw
-sessions composes one in front of a capturing stage.
+sessions composes one in front of a capturing stage. With `routing.mode: route` the collector
+only decodes and routes sealed observations to the sessionizer role (`sessionizer_role.py`); it
+loads no Presidio, since nothing readable leaves it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 
 from turnwatch.app.context import ServiceContext
 from turnwatch.app.http import Ports, Server, bind, http_server
+from turnwatch.app.settings import Settings
 from turnwatch.bus.base import Bus
 from turnwatch.bus.records import SESSIONS, RecordTooLarge
 from turnwatch.collector.handoff import Handoff
-from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.collector.observations import ObservationCodec
 from turnwatch.collector.otlp_grpc import create_grpc_server
 from turnwatch.collector.otlp_http import create_otlp_app
 from turnwatch.collector.pipeline import (
@@ -26,6 +30,8 @@ from turnwatch.collector.pipeline import (
     SessionSink,
 )
 from turnwatch.collector.receiver import Receiver
+from turnwatch.collector.router import ObservationRouter
+from turnwatch.collector.sealing import Sealer
 from turnwatch.exporters.ops import ReadinessCheck
 from turnwatch.schema import Session
 
@@ -57,31 +63,41 @@ class CollectorRole:
         context: ServiceContext,
         next_stage: SessionSink,
         close: Callable[[], None] | None = None,
+        sealer: Sealer | None = None,
     ) -> None:
+        """With a `sealer`, the collector routes observations to the bus instead of building
+        sessions (its handoff then stays empty)."""
         config = context.settings.collector
-        metrics = CollectorMetrics(context.registry)
+        metrics = context.collector_metrics()
         build = SessionBuilder(config.service_fallback, metrics)
         self.handoff = Handoff(config.handoff, metrics, build, next_stage)
-        self.pipeline = CollectorPipeline(config, metrics, self.handoff)
+        self.router: ObservationRouter | None = None
+        if sealer is not None:
+            codec = ObservationCodec(sealer)
+            self.router = ObservationRouter(config.routing, codec, metrics, context.bus().publish)
+        self.pipeline = CollectorPipeline(config, metrics, self.handoff, router=self.router)
         self.otlp = context.settings.otlp
         self._close = close
         self._server: Server | None = None
         self._grpc_server: object | None = None
+        self._receiver: Receiver | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
     def readiness(self) -> dict[str, ReadinessCheck]:
         overloaded = self.pipeline.overloaded
-        return {"pipeline": lambda: "handoff queue saturated" if overloaded() else None}
+        return {"pipeline": lambda: "handoff or routing queue saturated" if overloaded() else None}
 
     @property
     def started(self) -> bool:
         return self._server is not None and bool(self._server.started)
 
     async def start(self, ports: Ports) -> None:
-        receiver = Receiver(self.otlp, self.pipeline, self.pipeline.metrics)
+        receiver = self._receiver = Receiver(self.otlp, self.pipeline, self.pipeline.metrics)
         sock = bind(self.otlp.host, self.otlp.http_port, "OTLP/HTTP", "--otlp-port")
         ports.otlp_http = sock.getsockname()[1]
-        self._server = http_server(create_otlp_app(receiver))
+        self._server = http_server(
+            create_otlp_app(receiver), self.otlp, functools.partial(receiver.reject, "http")
+        )
         if self.otlp.grpc_enabled:
             grpc_server, ports.otlp_grpc = create_grpc_server(
                 receiver, self.otlp.host, self.otlp.grpc_port
@@ -93,6 +109,8 @@ class CollectorRole:
             asyncio.create_task(self.pipeline.run_sweeper(), name="sweeper"),
             asyncio.create_task(self.handoff.run(), name="handoff"),
         ]
+        if self.router is not None:
+            self._tasks.append(asyncio.create_task(self.router.run(), name="router"))
 
     async def stop(self) -> None:
         """Stop receiving, close every open session and wait for the next stage to take them."""
@@ -101,6 +119,8 @@ class CollectorRole:
         if self._server is not None:
             self._server.should_exit = True
             await self._tasks[0]
+        if self._receiver is not None:
+            self._receiver.close()
         self.pipeline.close_all()
         await self._drain()
         for task in self._tasks[1:]:
@@ -110,6 +130,12 @@ class CollectorRole:
     async def _drain(self) -> None:
         # Not wait_for: drain() swallows its own cancellation, so wait_for would return as if
         # it had finished and a timed-out drain would go unreported.
+        if self.router is not None:
+            routed = asyncio.create_task(self.router.drain(), name="drain-router")
+            if not (await asyncio.wait({routed}, timeout=DRAIN_TIMEOUT_SECONDS))[0]:
+                lost = self.router.queue.qsize()
+                log.error("routing drain timed out", extra={"lost_records": lost})
+                routed.cancel()
         drain = asyncio.create_task(self.handoff.drain(), name="drain")
         finished, _ = await asyncio.wait({drain}, timeout=DRAIN_TIMEOUT_SECONDS)
         if not finished:
@@ -123,6 +149,20 @@ class CollectorRole:
             self._close()
 
 
+def shared_secret(settings: Settings) -> bytes:
+    """The deployment secret the distributed layout seals observations with: configured, never
+    generated, since every collector and sessionizer must hold the same one."""
+    from turnwatch.collector.deid.secret import SecretError, load_secret
+
+    deid = settings.deid
+    if deid.secret is None and deid.secret_file is None:
+        raise SecretError(
+            "the distributed layout (routing.mode: route, --role sessionizer) needs deid.secret "
+            "or deid.secret_file: every collector and sessionizer must share one key"
+        )
+    return load_secret(deid, settings.mode, settings.data_dir)
+
+
 def build_collector(context: ServiceContext, output: SessionSink | None = None) -> CollectorRole:
     """The collector as `turnwatch serve` runs it: de-identification in front of `output`
     (default: the bus). Fails here, before a port is bound, on a missing key (production) or
@@ -131,6 +171,10 @@ def build_collector(context: ServiceContext, output: SessionSink | None = None) 
     from turnwatch.collector.deid.stage import build_deidentifying_sink
 
     settings = context.settings
+    if settings.routing.mode == "route":
+        if not settings.bus.kafka.bootstrap:
+            raise ValueError("routing.mode: route needs Kafka (bus.kafka.bootstrap)")
+        return CollectorRole(context, LoggingSink(), sealer=Sealer(shared_secret(settings)))
     deidentifying = build_deidentifying_sink(
         settings.deid,
         settings.mode,

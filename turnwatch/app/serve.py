@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from prometheus_client import CollectorRegistry
 
 from turnwatch.app.context import ServiceContext
-from turnwatch.app.http import Ports, Server, bind, http_server
+from turnwatch.app.http import OpsRejections, Ports, Server, bind, fit_connections, http_server
 from turnwatch.app.roles import Consumer, Role, Roles, build_roles
 from turnwatch.app.settings import Settings
 from turnwatch.bus.base import Bus
@@ -76,7 +76,7 @@ async def run(
 ) -> None:
     """Run the roles `compose` builds until `stop` is set; drain on the way out."""
     tune_garbage_collector()
-    context = ServiceContext(settings)
+    context = ServiceContext(fit_connections(settings))
     roles = compose(context)
     if roles.consumers:
         bus = context.bus()
@@ -104,6 +104,7 @@ class _Running:
         self.ports = Ports()
         self.consumers_stop = asyncio.Event()
         self.consumers: list[asyncio.Task[None]] = []
+        self.background: list[asyncio.Task[None]] = []
         self.ops_server: Server | None = None
         self.ops_task: asyncio.Task[None] | None = None
 
@@ -125,6 +126,11 @@ class _Running:
             await collector.start(self.ports)
         if self.bus is not None:
             self.consumers = [self._consume(self.bus, role) for role in self.roles.consumers]
+        self.background = [
+            asyncio.create_task(work(), name=f"{role.name}-{work.__name__}")
+            for role in self.roles.consumers
+            for work in role.background
+        ]
         assert self.ops_server is not None
         while not (self.ops_server.started and (collector is None or collector.started)):
             await asyncio.sleep(0.01)
@@ -137,11 +143,13 @@ class _Running:
         for consumer in self.roles.consumers:
             if consumer.mount is not None:
                 consumer.mount(app)
-        self.ops_server = http_server(app)
+        self.ops_server = http_server(app, ops, OpsRejections(self.context.registry))
         self.ops_task = asyncio.create_task(self.ops_server.serve(sockets=[sock]), name="ops")
 
     def _consume(self, bus: Bus, role: Consumer) -> asyncio.Task[None]:
-        consume = bus.consume(role.topics, role.group, role.handler, self.consumers_stop)
+        consume = bus.consume(
+            role.topics, role.group, role.handler, self.consumers_stop, ledger=role.ledger
+        )
         task = asyncio.create_task(consume, name=role.name)
         task.add_done_callback(functools.partial(_report_consumer_exit, stop=self.consumers_stop))
         return task
@@ -180,6 +188,9 @@ class _Running:
         await self.ops_task
         if self.roles.collector is not None:
             self.roles.collector.close()
+        for consumer in self.roles.consumers:
+            if consumer.close is not None:
+                consumer.close()
 
     async def _stop_bus(self, bus: Bus) -> None:
         # Embedded: let the scorer and exporter catch up; Kafka: let the spool reach the broker
@@ -200,6 +211,9 @@ class _Running:
                 # A record still in a handler is not acknowledged: it is delivered again later.
                 task.cancel()
         await asyncio.gather(*self.consumers, return_exceptions=True)
+        for task in self.background:
+            task.cancel()
+        await asyncio.gather(*self.background, return_exceptions=True)
         await bus.close()
 
 

@@ -30,7 +30,7 @@ from turnwatch.app.demo.summary import ConversationResult, DemoReport, render
 from turnwatch.app.roles import Roles, build_exporter, build_scorer
 from turnwatch.app.serve import BackgroundService, Service
 from turnwatch.app.settings import Settings, load_settings
-from turnwatch.collector.sessionizer import session_id_for
+from turnwatch.collector.session_keys import session_id_for
 from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
 
 log = logging.getLogger("turnwatch.demo")
