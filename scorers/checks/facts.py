@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from turnwatch.scorers.contract import Contract
 from turnwatch.scorers.phrases import (
     FACT_QUESTIONS,
     REVISION,
@@ -50,11 +51,30 @@ class FactTimeline:
 
 
 def fact_patterns(ctx: Context) -> dict[str, re.Pattern[str]]:
-    extra = ctx.contract.fact_questions if ctx.contract is not None else {}
+    return question_patterns(ctx.contract)
+
+
+def question_patterns(contract: Contract | None) -> dict[str, re.Pattern[str]]:
+    """Token type -> how the bot asks for a fact of that type (built in, then the contract's)."""
+    extra = contract.fact_questions if contract is not None else {}
     return {
         entity: re.compile(pattern, re.IGNORECASE)
         for entity, pattern in {**FACT_QUESTIONS, **extra}.items()
     }
+
+
+def asked_entities(text: str, patterns: dict[str, re.Pattern[str]]) -> list[str]:
+    """The token types an assistant text asks the user for, in the order it asks; a sentence
+    quoting a token of that type (confirming a value) does not ask for it."""
+    asked: list[str] = []
+    for sentence in asking_sentences(text):
+        quoted = {entity for _, entity in tokens(sentence)}
+        asked.extend(
+            entity
+            for entity, pattern in patterns.items()
+            if entity not in quoted and pattern.search(sentence)
+        )
+    return asked
 
 
 def timeline(ctx: Context) -> FactTimeline:
@@ -86,13 +106,9 @@ def timeline(ctx: Context) -> FactTimeline:
                         revisions.append(Revision(turn.index, entity))
                         reopened.add(entity)
         elif turn.role is Role.ASSISTANT:
-            for sentence in asking_sentences(turn.text):
-                quoted = {entity for _, entity in tokens(sentence)}
-                for entity, pattern in patterns.items():
-                    if entity in quoted or not pattern.search(sentence):
-                        continue
-                    known = entity in given and entity not in reopened
-                    asks.append(FactAsk(turn.index, entity, given[entity][1] if known else None))
+            for entity in asked_entities(turn.text, patterns):
+                known = entity in given and entity not in reopened
+                asks.append(FactAsk(turn.index, entity, given[entity][1] if known else None))
             reopened.clear()
     return FactTimeline(asks, revisions)
 
