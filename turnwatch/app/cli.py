@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from turnwatch import __version__, collector
 from turnwatch.app.demo.cli import add_demo_parser, run_demo
+from turnwatch.app.gate import add_gate_parser, run_gate
 from turnwatch.app.regressions import add_regressions_parser, run_regressions
 from turnwatch.app.settings import ConfigError, Settings, load_settings
 from turnwatch.logs import configure_logging
@@ -31,6 +32,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     add_regressions_parser(commands)
     add_demo_parser(commands)
+    add_gate_parser(commands)
     serve = commands.add_parser("serve", help="run turnwatch (all roles in one process)")
     serve.add_argument("--config", type=Path, help="YAML configuration file")
     serve.add_argument(
@@ -151,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_regressions(args)
     if args.command == "demo":
         return run_demo(args)
+    if args.command == "gate":
+        return run_gate(args)
     return 2
 
 

@@ -115,8 +115,10 @@ def _when(value: str) -> datetime:
 
 
 def run_regressions(
-    args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr
+    args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
+    # Resolved per call, not at import: a caller that redirects sys.stdout is heard.
+    out, err = out or sys.stdout, err or sys.stderr
     from turnwatch.app.settings import ConfigError, load_settings
 
     overrides = {"data_dir": args.data_dir} if args.data_dir else None
