@@ -7,6 +7,7 @@ from prometheus_client import CollectorRegistry
 from turnwatch.collector.deid.config import DeidConfig
 from turnwatch.collector.deid.metrics import DeidMetrics
 from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.exporters.gate.canary import CanaryMetrics
 from turnwatch.exporters.regressions.metrics import RegressionMetrics
 from turnwatch.exporters.score_metrics import ScoreMetrics
 from turnwatch.scorers.judge.telemetry import JudgeTelemetry
@@ -22,4 +23,5 @@ def full_registry() -> CollectorRegistry:
     JudgeTelemetry(registry)
     ScoreMetrics(registry)
     RegressionMetrics(registry)
+    CanaryMetrics(registry)
     return registry

@@ -79,6 +79,24 @@ def _case(case_id: str, runs: list[ReplayRun], checks: list[str]) -> CaseEvidenc
     )
 
 
+def session_evidence(record: ScoreRecord, checks: list[str]) -> CaseEvidence:
+    """One production session's score record as evidence (the canary compares sessions)."""
+    failing = sorted(result.check for result in record.results() if result.status is Status.FAILED)
+    joint = record.joint_success.value
+    return CaseEvidence(
+        case_id=record.session_id,
+        slices=sorted({tag.slice.value for tag in record.slices}),
+        runs=1,
+        joint=None if joint is None else float(joint),
+        critical=len(record.critical_failures),
+        failing=failing,
+        checks={name: _tally([record], name) for name in checks},
+        latencies_ms=[record.budgets.latency_ms],
+        costs_usd=[record.budgets.cost_usd],
+        successes=int(joint is True),
+    )
+
+
 def _tally(records: list[ScoreRecord], check: str) -> CheckTally:
     scored = passed = 0
     for record in records:
@@ -86,7 +104,7 @@ def _tally(records: list[ScoreRecord], check: str) -> CheckTally:
         # recover from): the run says nothing about the rate.
         statuses = {
             result.status
-            for result in (*record.turn_level, *record.trajectory_level, *record.session_level)
+            for result in record.results()
             if result.check == check
             and result.status is not Status.UNSCORED
             and (result.status is Status.FAILED or result.value is not None)

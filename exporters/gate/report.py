@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 from turnwatch.exporters.gate.evidence import ReleaseEvidence, evidence_of
 from turnwatch.exporters.gate.policy import GatePolicy
-from turnwatch.exporters.gate.rules import RuleResult, Verdict, all_rules
+from turnwatch.exporters.gate.rules import RuleResult, Verdict, all_rules, overall
 from turnwatch.exporters.gate.sample import Sample
 from turnwatch.exporters.gate.stats import Interval
 from turnwatch.exporters.regressions.results import ReplayFile, summarise
@@ -54,10 +54,7 @@ def gate(baseline: ReplayFile, candidate: ReplayFile, policy: GatePolicy) -> Gat
     after = evidence_of(candidate, checks, "candidate")
     sample = Sample.of(before, after, policy)
     rules = all_rules(sample, policy)
-    verdicts = {rule.verdict for rule in rules}
-    verdict = next(
-        (v for v in (Verdict.REGRESSION, Verdict.INCONCLUSIVE) if v in verdicts), Verdict.PASS
-    )
+    verdict = overall(rules)
     unpaired = sorted(before.cases.keys() ^ after.cases.keys()) if sample.paired else []
     return GateReport(
         verdict=verdict,

@@ -183,6 +183,14 @@ def _threshold_rule(
     )
 
 
+def overall(rules: list[RuleResult]) -> Verdict:
+    """Regression when any rule regressed, else inconclusive when any is, else pass."""
+    verdicts = {rule.verdict for rule in rules}
+    return next(
+        (v for v in (Verdict.REGRESSION, Verdict.INCONCLUSIVE) if v in verdicts), Verdict.PASS
+    )
+
+
 def all_rules(sample: Sample, policy: GatePolicy) -> list[RuleResult]:
     results = [critical_rule(sample, policy), joint_rule(sample, policy)]
     for slice_name in policy.joint_success.critical_slices:
