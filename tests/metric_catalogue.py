@@ -10,6 +10,7 @@ from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.exporters.gate.canary import CanaryMetrics
 from turnwatch.exporters.regressions.metrics import RegressionMetrics
 from turnwatch.exporters.score_metrics import ScoreMetrics
+from turnwatch.exporters.sessions.metrics import AgreementMetrics, SessionStoreMetrics
 from turnwatch.scorers.judge.telemetry import JudgeTelemetry
 
 from turnwatch.bus.metrics import BusMetrics
@@ -24,4 +25,6 @@ def full_registry() -> CollectorRegistry:
     ScoreMetrics(registry)
     RegressionMetrics(registry)
     CanaryMetrics(registry)
+    SessionStoreMetrics(registry)
+    AgreementMetrics(registry)
     return registry

@@ -25,8 +25,12 @@ from turnwatch.exporters.ops import ReadinessCheck
 from turnwatch.exporters.regressions.api import include_incidents_api
 from turnwatch.exporters.regressions.handler import IncidentHandler, chain
 from turnwatch.exporters.regressions.metrics import RegressionMetrics
-from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
+from turnwatch.exporters.regressions.store import CaseStore, ContractLookup, regressions_dir
 from turnwatch.exporters.score_exporter import ScoreExporter
+from turnwatch.exporters.sessions.handler import SessionStoreHandler, open_store
+from turnwatch.exporters.sessions.metrics import SessionStoreMetrics
+from turnwatch.exporters.sessions.store import SessionStore
+from turnwatch.exporters.web.app import WebView, include_web_ui
 from turnwatch.incidents import Incident
 from turnwatch.schema import Session
 from turnwatch.scorers.flagging import Flagger
@@ -45,8 +49,14 @@ def scorer_handler(processor: SessionProcessor) -> Handler:
     return handle
 
 
-def exporter_handler(handler: RecordHandler) -> Handler:
+def exporter_handler(
+    handler: RecordHandler, sessions: SessionStoreHandler | None = None
+) -> Handler:
+    """Scores and incidents to `handler`; sessions (read only when the store is on) to the store."""
+
     async def handle(topic: str, record: Record) -> list[Output]:
+        if isinstance(record, Session) and sessions is not None:
+            return list(await sessions(topic, record))
         # The bus validated it against its topic's model (scores or incidents).
         assert isinstance(record, ScoreRecord | Incident)
         return list(await handler(topic, record))
@@ -70,25 +80,37 @@ def build_scorer_processor(
 @dataclass
 class Exporters:
     """The exporter stage as `turnwatch serve` runs it: score records and incidents in,
-    Prometheus score metrics and drift gauges, and regression cases on disk out."""
+    Prometheus score metrics and drift gauges, regression cases on disk and the session store
+    out. `sessions_handler` takes the sessions the store joins with their scores."""
 
     handler: RecordHandler
     store: CaseStore
+    sessions: SessionStore | None = None
+    sessions_handler: SessionStoreHandler | None = None
+
+
+def contract_lookup(settings: Settings) -> ContractLookup | None:
+    """Service name -> its contract (what regression cases copy from it), if contracts exist."""
+    contracts_dir = settings.scorers.contracts_dir
+    return ContractRegistry.from_directory(contracts_dir).for_service if contracts_dir else None
 
 
 def build_exporters(settings: Settings, registry: CollectorRegistry) -> Exporters:
-    contracts_dir = settings.scorers.contracts_dir
-    contracts = (
-        ContractRegistry.from_directory(contracts_dir).for_service if contracts_dir else None
-    )
     store = CaseStore(
         regressions_dir(settings.data_dir),
         settings.regressions,
         RegressionMetrics(registry),
-        contracts,
+        contract_lookup(settings),
     )
     scores = ScoreExporter(registry, settings.exporter)
-    return Exporters(handler=chain(scores.handle, IncidentHandler(store)), store=store)
+    handlers: list[RecordHandler] = [scores.handle, IncidentHandler(store)]
+    if not settings.session_store.enabled:
+        return Exporters(handler=chain(*handlers), store=store)
+    metrics = SessionStoreMetrics(registry)
+    sessions = open_store(settings.session_store, settings.data_dir, metrics)
+    sessions_handler = SessionStoreHandler(sessions)
+    handlers.append(sessions_handler)
+    return Exporters(chain(*handlers), store, sessions, sessions_handler)
 
 
 @dataclass(frozen=True)
@@ -121,18 +143,40 @@ def build_scorer(context: ServiceContext, processor: SessionProcessor | None = N
 
 
 def build_exporter(context: ServiceContext, tap: RecordHandler | None = None) -> Consumer:
-    """Score records and incidents in; metrics, regression cases and the incidents API out.
-    `bus.exporter_handler`, when set, replaces the handler; `tap` runs after it on each record."""
+    """Score records and incidents in (sessions too while the session store is on); metrics,
+    regression cases, the session store, the incidents API and the web view out.
+    `bus.exporter_handler` and `tap` run after turnwatch's exporters on each score and
+    incident, beside them: a tap never turns the exporters off."""
     settings = context.settings
     exporters = build_exporters(settings, context.registry)
-    configured = settings.bus.exporter_handler
-    handler = load_callable(configured) if configured else exporters.handler
-    if tap is not None:
-        handler = chain(handler, tap)
-    token = settings.regressions.api_token
-    mount = functools.partial(include_incidents_api, store=exporters.store, token=token)
+    taps = [load_callable(settings.bus.exporter_handler)] if settings.bus.exporter_handler else []
+    taps += [tap] if tap is not None else []
+    handler = chain(exporters.handler, *taps)
+    topics: tuple[str, ...] = (SCORES, INCIDENTS)
+    if exporters.sessions is not None:
+        topics = (SESSIONS, *topics)
+    mount = functools.partial(mount_exporter_routes, settings=settings, exporters=exporters)
     group = settings.bus.kafka.exporter_group
-    return Consumer("exporter", (SCORES, INCIDENTS), group, exporter_handler(handler), mount)
+    consume = exporter_handler(handler, exporters.sessions_handler)
+    return Consumer("exporter", topics, group, consume, mount)
+
+
+def mount_exporter_routes(app: FastAPI, settings: Settings, exporters: Exporters) -> None:
+    """The incidents API and, with the session store, the web view (same token for both)."""
+    token = settings.regressions.api_token
+    include_incidents_api(app, store=exporters.store, token=token)
+    if exporters.sessions is not None:
+        view = WebView(
+            exporters.sessions,
+            exporters.store,
+            token,
+            settings.data_dir,
+            settings.session_store.curated_dataset,
+            settings.regressions,
+            contract_lookup(settings),
+            exporters.sessions.metrics,
+        )
+        include_web_ui(app, view)
 
 
 Role = Literal["all", "collector", "scorer", "exporter"]

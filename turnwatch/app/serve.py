@@ -79,7 +79,10 @@ async def run(
     context = ServiceContext(settings)
     roles = compose(context)
     if roles.consumers:
-        context.bus()
+        bus = context.bus()
+        # Before anything is published: each group must see every record of its topics.
+        for consumer in roles.consumers:
+            bus.subscribe(consumer.topics, consumer.group)
     running = _Running(context, roles)
     await running.start()
     log.info("turnwatch serving", extra=running.described())
