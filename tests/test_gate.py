@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 from turnwatch.exporters.gate.stats import bootstrap, power
 from turnwatch.exporters.regressions.results import load_replay
+from turnwatch.exporters.sessions.database import SqliteDatabase
+from turnwatch.exporters.sessions.store import SessionStore
 
+from tests.session_records import failing, healthy, scored
 from tests.support_bot import cases, serve
 from tests.test_scorers_builders import SUPPORT_CONTRACT
 from turnwatch.app.cli import main
@@ -160,3 +163,55 @@ def test_bootstrap_interval_and_sample_size():
     # No observed difference still needs the cases a 5-point drop of whole cases would take.
     assert power([0.0] * 10, 0.05, 0.95, 0.8).needed == 150
     assert power(drops, 0.05, 0.95, 0.8).needed == 283  # variance 0.09 > 0.05 * 0.95
+
+
+def from_store(data_dir: Path, baseline: str, candidate: str, *options: str) -> int:
+    return main(
+        [
+            *("gate", "--data-dir", str(data_dir), "--baseline", baseline),
+            *("--candidate", candidate, *options),
+        ]
+    )
+
+
+def test_production_sessions_from_the_session_store_are_compared_unpaired(tmp_path, capsys):
+    store = SessionStore(SqliteDatabase(tmp_path / "sessions.db"))
+    for number in range(20):
+        good = healthy(f"good-{number}", minutes=number)
+        store.put_session(good)
+        store.put_score(scored(good))
+        bad = failing(f"bad-{number}", minutes=number)
+        bad.provenance.service_version = "1.6.0"
+        store.put_session(bad)
+        store.put_score(scored(bad))
+    # A later revision of a session counts once, at its latest revision.
+    again = healthy("good-0", minutes=30)
+    again.revision = 2
+    store.put_session(again)
+    store.put_score(scored(again))
+    code = from_store(tmp_path, "store:version=1.5.0", "store:version=1.6.0", "--json")
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert report["paired"] is False
+    assert (report["baseline"]["release"], report["baseline"]["cases"]) == ("1.5.0", 20)
+    assert (report["candidate"]["release"], report["candidate"]["cases"]) == ("1.6.0", 20)
+    rules = {rule["rule"]: rule for rule in report["rules"] if not rule["slice"]}
+    assert rules["critical_failures"]["verdict"] == "regression"
+    assert rules["critical_failures"]["candidate"] >= 20
+
+    window = "store:version=1.5.0,until=2026-11-01T12:09:59"
+    code = from_store(tmp_path, window, "store:version=1.5.0", "--json")
+    assert json.loads(capsys.readouterr().out)["baseline"]["cases"] == 10
+    assert code in (0, 2)
+
+    for selection, message in (
+        ("store:colour=red", "unknown filter 'colour'"),
+        ("store:version", "is not key=value"),
+        ("store:since=yesterday", "since:"),
+    ):
+        assert from_store(tmp_path, selection, "store:version=1.6.0") == 3
+        assert message in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code = from_store(empty, "store:version=1", "store:version=2")
+    assert code == 3 and "no session store" in capsys.readouterr().err

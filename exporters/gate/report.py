@@ -3,8 +3,10 @@ and the exit code (0 pass, 1 regression, 2 inconclusive), as a table, JSON or Ma
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from pydantic import Field
-from turnwatch.exporters.gate.evidence import ReleaseEvidence, evidence_of
+from turnwatch.exporters.gate.evidence import ReleaseEvidence, evidence_of, session_evidence
 from turnwatch.exporters.gate.policy import GatePolicy
 from turnwatch.exporters.gate.rules import RuleResult, Verdict, all_rules, overall
 from turnwatch.exporters.gate.sample import Sample
@@ -12,6 +14,7 @@ from turnwatch.exporters.gate.stats import Interval
 from turnwatch.exporters.regressions.results import ReplayFile, summarise
 
 from turnwatch.schema import WireModel
+from turnwatch.scores import ScoreRecord
 
 EXIT_CODES = {Verdict.PASS: 0, Verdict.REGRESSION: 1, Verdict.INCONCLUSIVE: 2}
 
@@ -48,10 +51,45 @@ class GateReport(WireModel):
     unpaired_cases: list[str] = Field(description="Cases replayed on one side only (left out).")
 
 
-def gate(baseline: ReplayFile, candidate: ReplayFile, policy: GatePolicy) -> GateReport:
+class Side(NamedTuple):
+    """One release's evidence and what the report says about where it came from."""
+
+    evidence: ReleaseEvidence
+    summary: ReleaseSummary
+
+
+def replay_side(replay: ReplayFile, policy: GatePolicy, label: str) -> Side:
+    evidence = evidence_of(replay, list(policy.rates), label)
+    return Side(
+        evidence,
+        ReleaseSummary(
+            release=evidence.release,
+            cases=len(evidence.cases),
+            runs=len(replay.runs),
+            pass_hat_k=summarise(replay.runs, replay.repeat).pass_hat_k,
+            simulator_runs=sum(evidence.simulator_runs.values()),
+            error_runs=sum(evidence.error_runs.values()),
+        ),
+    )
+
+
+def sessions_side(records: list[ScoreRecord], policy: GatePolicy, label: str) -> Side:
+    """Production sessions (one run each, no simulator) as a side."""
     checks = list(policy.rates)
-    before = evidence_of(baseline, checks, "baseline")
-    after = evidence_of(candidate, checks, "candidate")
+    cases = {record.session_id: session_evidence(record, checks) for record in records}
+    summary = ReleaseSummary(
+        release=label,
+        cases=len(cases),
+        runs=len(cases),
+        pass_hat_k={},
+        simulator_runs=0,
+        error_runs=0,
+    )
+    return Side(ReleaseEvidence(release=label, cases=cases), summary)
+
+
+def gate(baseline: Side, candidate: Side, policy: GatePolicy) -> GateReport:
+    before, after = baseline.evidence, candidate.evidence
     sample = Sample.of(before, after, policy)
     rules = all_rules(sample, policy)
     verdict = overall(rules)
@@ -60,22 +98,11 @@ def gate(baseline: ReplayFile, candidate: ReplayFile, policy: GatePolicy) -> Gat
         verdict=verdict,
         exit_code=EXIT_CODES[verdict],
         paired=sample.paired,
-        baseline=_summary(baseline, before),
-        candidate=_summary(candidate, after),
+        baseline=baseline.summary,
+        candidate=candidate.summary,
         rules=rules,
         changed=_changed(before, after),
         unpaired_cases=unpaired,
-    )
-
-
-def _summary(replay: ReplayFile, evidence: ReleaseEvidence) -> ReleaseSummary:
-    return ReleaseSummary(
-        release=evidence.release,
-        cases=len(evidence.cases),
-        runs=len(replay.runs),
-        pass_hat_k=summarise(replay.runs, replay.repeat).pass_hat_k,
-        simulator_runs=sum(evidence.simulator_runs.values()),
-        error_runs=sum(evidence.error_runs.values()),
     )
 
 
@@ -160,9 +187,9 @@ def markdown(report: GateReport) -> str:
 def _pass_hat_k(report: GateReport) -> list[str]:
     lines = []
     for side in (report.baseline, report.candidate):
-        rates = ", ".join(f"pass^{k} {_number(v)}" for k, v in side.pass_hat_k.items())
+        rates = "".join(f", pass^{k} {_number(v)}" for k, v in side.pass_hat_k.items())
         left = f"; left out: {side.simulator_runs} simulator, {side.error_runs} error run(s)"
-        lines.append(f"{side.release}: {side.cases} case(s), {side.runs} run(s), {rates}{left}")
+        lines.append(f"{side.release}: {side.cases} case(s), {side.runs} run(s){rates}{left}")
     return lines
 
 
