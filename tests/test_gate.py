@@ -21,7 +21,14 @@ from turnwatch.app.cli import main
 pytestmark = pytest.mark.slow
 
 
-def replay(tmp_path: Path, version: str, replayed, repeat: int = 1, name: str = "") -> Path:
+def replay(
+    tmp_path: Path,
+    version: str,
+    replayed,
+    repeat: int = 1,
+    name: str = "",
+    extra: tuple[str, ...] = (),
+) -> Path:
     scenarios = tmp_path / f"cases-{name or version}"
     scenarios.mkdir(exist_ok=True)
     for case in replayed:
@@ -30,13 +37,15 @@ def replay(tmp_path: Path, version: str, replayed, repeat: int = 1, name: str = 
     config.write_text(f"scorers:\n  contracts_dir: {SUPPORT_CONTRACT.parent}\n")
     out = tmp_path / f"{name or version}.json"
     with serve(version) as bot:
-        main(
+        code = main(
             [
                 *("regressions", "--config", str(config), "--data-dir", str(tmp_path)),
                 *("replay", "--target", bot.url, "--scenario", str(scenarios)),
                 *("--repeat", str(repeat), "--out", str(out), "--release", version),
+                *extra,
             ]
         )
+    assert code != 2, "the replay did not run"
     return out
 
 

@@ -5,6 +5,8 @@ with it against a reworded chatbot that the recorded transcript no longer fits."
 
 from __future__ import annotations
 
+import json
+
 from turnwatch.exporters.regressions.chat import ChatClient
 from turnwatch.exporters.regressions.profile import Release, profile_of
 from turnwatch.exporters.regressions.replay import (
@@ -16,7 +18,7 @@ from turnwatch.exporters.regressions.replay import (
     replay_all,
     scripted_user,
 )
-from turnwatch.exporters.regressions.results import RunOutcome
+from turnwatch.exporters.regressions.results import RunOutcome, load_replay
 from turnwatch.exporters.regressions.scenario import Scenario
 from turnwatch.exporters.regressions.simulator import (
     DECLINE,
@@ -36,7 +38,8 @@ from tests.support_bot import (
     serve,
     status_case,
 )
-from tests.test_scorers_builders import bot, call, session, support_scorer, user
+from tests.test_scorers_builders import SUPPORT_CONTRACT, bot, call, session, support_scorer, user
+from turnwatch.app.cli import main
 from turnwatch.tokens import TOKEN
 
 
@@ -244,3 +247,40 @@ def test_recorded_tool_results_answer_the_new_version_and_budgets_are_measured()
     assert run.score.budgets.input_tokens > 0 and run.score.budgets.latency_ms > 0
     assert all(t.model == "support-model" for t in run.session.turns if t.role.value == "assistant")
     assert ReplayOptions().repeat == 1
+
+
+def test_scenario_files_in_the_dataset_schema_replay_and_bad_files_are_named(tmp_path, capsys):
+    recorded = status_case(60)
+    authored = {
+        "conversation_id": "authored-status-1",
+        "dataset_version": "expert-1",
+        "scenario": "Order status while the order system fails once",
+        "service": "support-bot",
+        "slice": ["tool-failure"],
+        "turns": [turn.model_dump(mode="json") for turn in recorded.turns],
+        "rubric_version": "support-bot@1",
+    }
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    (folder / "status.json").write_text(json.dumps(authored))
+    config = tmp_path / "turnwatch.yaml"
+    config.write_text(f"scorers:\n  contracts_dir: {SUPPORT_CONTRACT.parent}\n")
+    out = tmp_path / "runs.json"
+    base = ["regressions", "--config", str(config), "--data-dir", str(tmp_path), "replay"]
+    with serve("v1") as target:
+        code = main([*base, "--target", target.url, "--scenario", str(folder), "--out", str(out)])
+    assert code == 0, capsys.readouterr().out
+    [run] = load_replay(out).runs
+    assert (run.case_id, run.slices, run.outcome) == (
+        "authored-status-1",
+        ["tool-failure"],
+        RunOutcome.PASSED,
+    )
+    for name, text, message in (
+        ("broken.json", "{", "not readable JSON"),
+        ("case.json", '{"case_id": "rc-1"}', "not a valid regression case: "),
+        ("file.json", json.dumps({**authored, "turns": []}), "not a valid scenario file: turns"),
+    ):
+        (tmp_path / name).write_text(text)
+        code = main([*base, "--target", "http://127.0.0.1:9", "--scenario", str(tmp_path / name)])
+        assert code == 2 and message in capsys.readouterr().err

@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 from pydantic import Field, ValidationError
 
-from turnwatch.schema import WireModel
+from turnwatch.schema import WireModel, first_problem
 from turnwatch.scores import Slice
 
 
@@ -78,6 +78,4 @@ def load_policy(path: Path | None) -> GatePolicy:
     try:
         return GatePolicy.model_validate(raw)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(part) for part in error["loc"]) or "(root)"
-        raise PolicyInvalid(f"{path}: {where}: {error['msg']}") from None
+        raise PolicyInvalid(f"{path}: {first_problem(exc)}") from None

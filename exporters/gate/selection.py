@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from turnwatch.exporters.sessions.model import SessionFilters
 from turnwatch.exporters.sessions.store import SessionStore
 
+from turnwatch.schema import first_problem
 from turnwatch.scores import ScoreRecord
 
 PREFIX = "store:"
@@ -45,9 +46,7 @@ def parse_selection(value: str) -> SessionFilters:
     try:
         return SessionFilters.model_validate(fields)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(part) for part in error["loc"])
-        raise SelectionInvalid(f"{value}: {where}: {error['msg']}") from None
+        raise SelectionInvalid(f"{value}: {first_problem(exc)}") from None
 
 
 def select_records(store: SessionStore, filters: SessionFilters, limit: int) -> list[ScoreRecord]:

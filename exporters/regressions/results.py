@@ -28,7 +28,7 @@ from pydantic import Field, ValidationError
 from turnwatch.exporters.regressions.model import Timestamp
 from turnwatch.exporters.regressions.simulator import SimulatorInfo, SimulatorNote, StopReason
 
-from turnwatch.schema import Session, WireModel
+from turnwatch.schema import Session, WireModel, first_problem
 from turnwatch.scores import ScoreRecord
 
 REPLAY_FORMAT = 1
@@ -132,11 +132,7 @@ def load_replay(path: Path) -> ReplayFile:
     except OSError as exc:
         raise ReplayFileInvalid(f"{path}: cannot read ({exc.strerror or exc})") from None
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(part) for part in error["loc"]) or "(root)"
-        raise ReplayFileInvalid(
-            f"{path}: not a replay result file: {where}: {error['msg']}"
-        ) from None
+        raise ReplayFileInvalid(f"{path}: not a replay result file: {first_problem(exc)}") from None
 
 
 def pass_hat_k(runs: list[ReplayRun], k: int) -> float | None:

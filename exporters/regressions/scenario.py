@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import Field, ValidationError
 from turnwatch.exporters.regressions.model import Case, CaseTurn
 
-from turnwatch.schema import JsonValue, Role, WireModel
+from turnwatch.schema import JsonValue, Role, WireModel, first_problem
 
 
 class ScenarioInvalid(ValueError):
@@ -108,11 +108,12 @@ def load_scenario(path: Path) -> Scenario:
         try:
             return Scenario.of_case(Case.model_validate(document))
         except ValidationError as exc:
-            raise ScenarioInvalid(f"{path}: not a valid regression case: {_first(exc)}") from None
+            problem = first_problem(exc)
+            raise ScenarioInvalid(f"{path}: not a valid regression case: {problem}") from None
     try:
         return Scenario.of_file(ScenarioFile.model_validate(document))
     except ValidationError as exc:
-        raise ScenarioInvalid(f"{path}: not a valid scenario file: {_first(exc)}") from None
+        raise ScenarioInvalid(f"{path}: not a valid scenario file: {first_problem(exc)}") from None
 
 
 def load_scenarios(paths: list[Path]) -> list[Scenario]:
@@ -121,9 +122,3 @@ def load_scenarios(paths: list[Path]) -> list[Scenario]:
     for path in paths:
         files.extend(sorted(path.glob("*.json")) if path.is_dir() else [path])
     return [load_scenario(file) for file in files]
-
-
-def _first(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    where = ".".join(str(part) for part in error["loc"]) or "(root)"
-    return f"{where}: {error['msg']}"
