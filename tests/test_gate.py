@@ -18,8 +18,6 @@ from tests.support_bot import cases, serve
 from tests.test_scorers_builders import SUPPORT_CONTRACT
 from turnwatch.app.cli import main
 
-pytestmark = pytest.mark.slow
-
 
 def replay(
     tmp_path: Path,
@@ -224,3 +222,18 @@ def test_production_sessions_from_the_session_store_are_compared_unpaired(tmp_pa
     empty.mkdir()
     code = from_store(empty, "store:version=1", "store:version=2")
     assert code == 3 and "no session store" in capsys.readouterr().err
+
+
+def test_a_critical_failure_counts_even_in_a_case_only_the_candidate_ran(tmp_path, capsys):
+    replayed = cases(addresses=2, refunds=0, statuses=0)
+    before = replay(tmp_path, "v1", replayed, name="before")
+    after = replay(tmp_path, "v1", replayed, name="after")
+    candidate = load_replay(after)
+    extra = candidate.runs[0].model_copy(update={"case_id": "rc-only-here", "critical": ["x"]})
+    candidate.runs.append(extra)
+    candidate.save(after)
+    code, out = gate(capsys, before, after, "--json")
+    report = json.loads(out)
+    assert code == 1 and report["unpaired_cases"] == ["rc-only-here"]
+    [critical] = [rule for rule in report["rules"] if rule["rule"] == "critical_failures"]
+    assert (critical["verdict"], critical["candidate"]) == ("regression", 1)

@@ -91,7 +91,7 @@ def sessions_side(records: list[ScoreRecord], policy: GatePolicy, label: str) ->
 def gate(baseline: Side, candidate: Side, policy: GatePolicy) -> GateReport:
     before, after = baseline.evidence, candidate.evidence
     sample = Sample.of(before, after, policy)
-    rules = all_rules(sample, policy)
+    rules = all_rules(sample, policy, list(after.cases.values()))
     verdict = overall(rules)
     unpaired = sorted(before.cases.keys() ^ after.cases.keys()) if sample.paired else []
     return GateReport(

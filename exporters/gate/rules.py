@@ -55,8 +55,11 @@ def _joint_value(case: CaseEvidence) -> float:
     return case.joint if case.joint is not None else 0.0
 
 
-def critical_rule(sample: Sample, policy: GatePolicy) -> RuleResult:
-    found = sum(case.critical for case in sample.candidate)
+def critical_rule(
+    sample: Sample, policy: GatePolicy, candidate: Sequence[CaseEvidence]
+) -> RuleResult:
+    """Zero tolerance counts every candidate case, paired with the baseline or not."""
+    found = sum(case.critical for case in candidate)
     before = sum(case.critical for case in sample.baseline)
     allowed = policy.critical.max_failures
     verdict = Verdict.REGRESSION if found > allowed else Verdict.PASS
@@ -191,8 +194,12 @@ def overall(rules: list[RuleResult]) -> Verdict:
     )
 
 
-def all_rules(sample: Sample, policy: GatePolicy) -> list[RuleResult]:
-    results = [critical_rule(sample, policy), joint_rule(sample, policy)]
+def all_rules(
+    sample: Sample, policy: GatePolicy, candidate: Sequence[CaseEvidence] | None = None
+) -> list[RuleResult]:
+    """Every rule; `candidate`: all the candidate's cases when the sample pairs only some."""
+    everything = sample.candidate if candidate is None else candidate
+    results = [critical_rule(sample, policy, everything), joint_rule(sample, policy)]
     for slice_name in policy.joint_success.critical_slices:
         within = sample.only(lambda case, name=slice_name: name in case.slices)
         if within.size:
