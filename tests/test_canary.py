@@ -90,7 +90,7 @@ def test_versions_and_windows_are_bounded_and_chosen_as_configured():
         scores.observe(record(number, "1.2"))
     scores.observe(record(0, None))  # no service.version: not compared
     gate.evaluate()
-    assert sample(registry, "turnwatch_release_gate_evaluations_total", outcome="one_version") == 1
+    assert sample(registry, "turnwatch_release_gate_evaluations_total", outcome="no_pair") == 1
     for version in ("1.3", "1.4"):
         for number in range(5):
             scores.observe(record(number, version, joint=version == "1.3"))
@@ -112,6 +112,12 @@ def test_versions_and_windows_are_bounded_and_chosen_as_configured():
         "1.3",
         "1.4",
     )
+    # A configured version not seen yet: nothing is compared, and that is counted.
+    own = CollectorRegistry()
+    waiting = CanaryGate(own, CanaryConfig(candidate_version="2.0"))
+    waiting.windows, waiting._first_seen = gate.windows, gate._first_seen
+    assert waiting.evaluate() == {}
+    assert sample(own, "turnwatch_release_gate_evaluations_total", outcome="no_pair") == 1
 
 
 def test_evaluation_runs_on_the_worker_when_due():

@@ -76,7 +76,7 @@ class CanaryMetrics:
         )
         self.evaluations = Counter(
             "turnwatch_release_gate_evaluations",
-            "Online gate evaluations per service, by outcome (evaluated, one_version).",
+            "Online gate evaluations per service, by outcome (evaluated, no_pair).",
             ["outcome"],
             registry=registry,
         )
@@ -140,7 +140,7 @@ class CanaryGate:
         for service, versions in snapshot.items():
             pair = self._pair(service, versions, first_seen)
             if pair is None:
-                self.metrics.evaluations.labels("one_version").inc()
+                self.metrics.evaluations.labels("no_pair").inc()
                 continue
             baseline, candidate = pair
             found[service] = self._publish(service, versions[baseline], versions[candidate])
