@@ -94,7 +94,7 @@ class CanaryGate:
         self._arrivals = 0
         self._lock = threading.Lock()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="release-gate")
-        self._running: Future[None] | None = None
+        self._running: Future[dict[str, list[RuleResult]]] | None = None
         self._last = time.monotonic()  # the first comparison waits a whole period
 
     def observe(self, service: str, record: ScoreRecord, now: float | None = None) -> None:
