@@ -23,7 +23,9 @@ EXIT_ERROR = 3
 
 def add_gate_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
-        "gate", help="compare two releases' replay results: 0 pass, 1 regression, 2 inconclusive"
+        "gate",
+        help="compare two releases (replay results or stored sessions): exit 0 pass, "
+        "1 regression, 2 inconclusive, 3 error",
     )
     source = "a replay result file, or store:FILTER=VALUE,... (sessions from the session store)"
     parser.add_argument("--baseline", required=True, help=f"baseline: {source}")
