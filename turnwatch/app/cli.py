@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from turnwatch import __version__, collector
 from turnwatch.app.calibrate import add_calibrate_parser, run_calibrate
 from turnwatch.app.demo.cli import add_demo_parser, run_demo
+from turnwatch.app.gate import add_gate_parser, run_gate
 from turnwatch.app.regressions import add_regressions_parser, run_regressions
 from turnwatch.app.sessions import add_sessions_parser, run_sessions
 from turnwatch.app.settings import ConfigError, Settings, load_settings
@@ -35,6 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     add_sessions_parser(commands)
     add_calibrate_parser(commands)
     add_demo_parser(commands)
+    add_gate_parser(commands)
     serve = commands.add_parser("serve", help="run turnwatch (all roles in one process)")
     serve.add_argument("--config", type=Path, help="YAML configuration file")
     serve.add_argument(
@@ -166,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_calibrate(args)
     if args.command == "demo":
         return run_demo(args)
+    if args.command == "gate":
+        return run_gate(args)
     return 2
 
 
