@@ -24,7 +24,7 @@ from turnwatch.collector.identity import ContextReader
 from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.records import Context, LogView, Observation, SpanView
 from turnwatch.collector.sampler import Sampler, SamplingSignals
-from turnwatch.collector.sessionizer import ClosedSession, Sessionizer
+from turnwatch.collector.sessionizer import ClosedSession, Sessionizer, session_id_for
 
 from turnwatch.schema import CloseReason, SamplingDecision, Session
 
@@ -76,11 +76,14 @@ class LoggingSink:
 
 
 class SessionBuilder:
-    """Assembles a closed, sampled session into its wire record (off the request path)."""
+    """Assembles a closed, sampled session into its wire record (off the request path).
 
-    def __init__(self, service_fallback: str, metrics: CollectorMetrics) -> None:
+    `id_key` keys the session id (`session_id_for`): the deployment's session-id key."""
+
+    def __init__(self, service_fallback: str, metrics: CollectorMetrics, id_key: bytes) -> None:
         self.service_fallback = service_fallback
         self.metrics = metrics
+        self.id_key = id_key
 
     def __call__(self, pending: PendingSession) -> Session:
         started_assembly = time.perf_counter()
@@ -99,7 +102,7 @@ class SessionBuilder:
         # still validated, and consumers of the wire record still forbid unknown keys.
         session = Session.model_validate(
             dict(
-                session_id=state.session_id,
+                session_id=session_id_for(state.key, self.id_key),
                 revision=state.revision,
                 conversation_key=state.key,
                 key_source=state.key_source,

@@ -29,8 +29,12 @@ from turnwatch.schema import CloseReason
 TRACE_KEY_SOURCE = "trace_id"
 
 
-def session_id_for(conversation_key: str) -> str:
-    return hashlib.blake2b(conversation_key.encode(), digest_size=16).hexdigest()
+def session_id_for(conversation_key: str, key: bytes) -> str:
+    """The session id of a conversation: a keyed BLAKE2b of its key, with the deployment's
+    session-id key (`turnwatch.collector.deid.secret.session_id_key`). Stable within a
+    deployment; without the key nobody can tell which conversation id a session id stands for."""
+    data = conversation_key.encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=16, key=key).hexdigest()
 
 
 @dataclass(slots=True)
@@ -58,10 +62,6 @@ class OpenSession:
     dropped_spans: int = 0
     forced_attribute: str | None = None
     head_emitted: bool = False
-
-    @property
-    def session_id(self) -> str:
-        return session_id_for(self.key)
 
     @property
     def estimated_turns(self) -> int:

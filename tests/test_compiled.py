@@ -82,7 +82,7 @@ class Built(list):
 
 settings = load_settings(None, {})
 metrics = CollectorMetrics(CollectorRegistry())
-built = Built(SessionBuilder(settings.collector.service_fallback, metrics))
+built = Built(SessionBuilder(settings.collector.service_fallback, metrics, b"k" * 32))
 pipeline = CollectorPipeline(settings.collector, metrics, built)
 limits = DecodeLimits(max_attribute_bytes=settings.otlp.max_attribute_bytes)
 rejected = {}

@@ -1,9 +1,5 @@
-"""Replace findings in a text with pseudonyms.
-
-Overlapping findings are merged into their union before replacement: an e-mail address that is
-also partly a URL, or an IBAN that the NER model partly tags as a date, must disappear whole, or
-the uncovered remainder would leak.
-"""
+"""Turn findings into replacements: overlapping findings merge into one region (the union, so
+no uncovered remainder leaks), and each region becomes the token of its canonical value."""
 
 from __future__ import annotations
 
@@ -12,32 +8,38 @@ from collections.abc import Callable
 from turnwatch.collector.deid.cache import Finding, Findings
 
 
-def merge(findings: Findings) -> list[Finding]:
+def merge(findings: Findings, preferred: frozenset[str] = frozenset()) -> list[Finding]:
+    """Overlapping findings as one region each. A `preferred` entity (a configured custom
+    pattern's) names the region it is part of: the operator said what that value is."""
     merged: list[Finding] = []
     for item in sorted(findings, key=lambda f: (f.start, -f.end)):
         if merged and item.start < merged[-1].end:
             last = merged[-1]
-            # The union keeps the type of its most confident (then longest) member.
-            best = max((last, item), key=lambda f: (f.score, f.end - f.start))
-            merged[-1] = Finding(last.start, max(last.end, item.end), best.entity, best.score)
+            # The union keeps the type of its most confident (then longest) member, and a
+            # member's key only if that member is the whole union.
+            best = max(
+                (last, item), key=lambda f: (f.entity in preferred, f.score, f.end - f.start)
+            )
+            start, end = last.start, max(last.end, item.end)
+            keyed = next(
+                (f.key for f in (last, item) if f.key and (f.start, f.end) == (start, end)), None
+            )
+            score = max(last.score, item.score) if best.entity in preferred else best.score
+            merged[-1] = Finding(start, end, best.entity, score, keyed)
         else:
             merged.append(item)
     return merged
 
 
-def replace(
-    text: str, findings: Findings, token: Callable[[str, str], str]
-) -> tuple[str, list[str]]:
-    """Return the text with every finding replaced, and the entity type of each replacement."""
-    if not findings:
-        return text, []
+def replace(text: str, regions: list[Finding], token: Callable[[Finding, str], str]) -> str:
+    """`text` with every (merged, ordered) region replaced by `token(region, its text)`."""
+    if not regions:
+        return text
     pieces: list[str] = []
-    entities: list[str] = []
     position = 0
-    for item in merge(findings):
-        pieces.append(text[position : item.start])
-        pieces.append(token(item.entity, text[item.start : item.end]))
-        entities.append(item.entity)
-        position = item.end
+    for region in regions:
+        pieces.append(text[position : region.start])
+        pieces.append(token(region, text[region.start : region.end]))
+        position = region.end
     pieces.append(text[position:])
-    return "".join(pieces), entities
+    return "".join(pieces)

@@ -1,4 +1,4 @@
-"""The deployment secret that keys pseudonyms and the analysis cache.
+"""The deployment secret that keys pseudonyms, the analysis cache and every id turnwatch emits.
 
 Every replica must use the same secret so the same value gets the same token everywhere. The
 embedded default generates one on first start and keeps it under the data directory; production
@@ -8,6 +8,7 @@ integrity across replicas and restarts.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 from pathlib import Path
@@ -16,6 +17,16 @@ from turnwatch.collector.deid.config import DeidConfig
 
 SECRET_FILE_NAME = "deid.secret"
 MIN_SECRET_BYTES = 16
+
+
+def derived_key(secret: bytes, purpose: str) -> bytes:
+    """A 32-byte key for one purpose: tokens, cache keys and ids never share a key."""
+    return hashlib.sha256(f"turnwatch.deid.{purpose}\x00".encode() + secret).digest()
+
+
+def session_id_key(secret: bytes) -> bytes:
+    """The key of `session_id_for`: the same in every replica that shares the secret."""
+    return derived_key(secret, "session_id")
 
 
 class SecretError(Exception):

@@ -21,7 +21,9 @@ from turnwatch.collector.pipeline import SessionSink
 def build_deidentifier(config: DeidConfig, secret: bytes) -> Deidentifier:
     analyzer = build_analyzer(config, load_nlp_engine(config.model))
     cache = AnalysisCache(secret, config.cache_size)
-    return Deidentifier(config, TextAnalyzer(analyzer, config, cache), Pseudonymizer(secret))
+    return Deidentifier(
+        config, TextAnalyzer(analyzer, config, cache), Pseudonymizer(secret, config.phone_regions)
+    )
 
 
 def build_deidentifying_sink(

@@ -15,6 +15,7 @@ from turnwatch.app.context import ServiceContext
 from turnwatch.app.http import Ports, Server, bind, http_server
 from turnwatch.bus.base import Bus
 from turnwatch.bus.records import SESSIONS, RecordTooLarge
+from turnwatch.collector.deid.secret import load_secret, session_id_key
 from turnwatch.collector.handoff import Handoff
 from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.otlp_grpc import create_grpc_server
@@ -58,12 +59,16 @@ class CollectorRole:
         next_stage: SessionSink,
         close: Callable[[], None] | None = None,
     ) -> None:
-        config = context.settings.collector
+        settings = context.settings
+        config = settings.collector
         metrics = CollectorMetrics(context.registry)
-        build = SessionBuilder(config.service_fallback, metrics)
+        # Session ids are keyed with the deployment secret (SecretError here in production
+        # without one), so they are stable across replicas and unlinkable without it.
+        secret = load_secret(settings.deid, settings.mode, settings.data_dir)
+        build = SessionBuilder(config.service_fallback, metrics, session_id_key(secret))
         self.handoff = Handoff(config.handoff, metrics, build, next_stage)
         self.pipeline = CollectorPipeline(config, metrics, self.handoff)
-        self.otlp = context.settings.otlp
+        self.otlp = settings.otlp
         self._close = close
         self._server: Server | None = None
         self._grpc_server: object | None = None

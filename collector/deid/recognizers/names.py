@@ -1,0 +1,149 @@
+"""People's names where the text itself says a name is coming: an introduction ("my name is",
+"call me"), a title ("Ms", "Dr"), a greeting or sign-off ("Thanks, Maria!"), a labelled field
+("Passenger: ..."), or a line heading a contact block or closing a letter. Names are Unicode
+words (José, Zoë, Łukasz, Nguyễn, O'Neill), with initials (J.), hyphens (García-López) and
+surname particles (van der Berg, de la Cruz); a strong cue takes them in lower case too.
+"""
+
+from __future__ import annotations
+
+import regex
+from turnwatch.collector.deid.recognizers.base import TurnwatchRecognizer, words
+
+PARTICLE = (
+    r"(?:van|von|der|den|de|del|della|degli|di|da|das|dos|do|du|la|le|ter|ten|bin|ibn|al|el|"
+    r"st\.|mac|zu)"
+)
+WORD = r"(?:\p{L}[\p{L}\p{M}]*(?:['’-]\p{L}[\p{L}\p{M}]*)*)"
+CAPITALISED = r"(?:\p{Lu}[\p{L}\p{M}]*(?:['’-]\p{L}[\p{L}\p{M}]*)*)"
+INITIAL = r"(?:\p{Lu}\.)"
+
+# Words that end a name, or that cue phrases are followed by when no name comes.
+NOT_A_NAME_WORDS = frozenset(
+    words(
+        """
+        a an the and but or so nor for from at in on with here there please thanks thank to
+        i is was are am be been being my your our his her their its me you we they it this
+        that these those again speaking calling just also not no yes ok okay sure hi hello
+        hey by of if as up out about what who why how when where which sorry fine good great
+        well happy glad looking trying going having getting writing wondering still now
+        today tomorrow yesterday back new interested unable able calling afraid confused
+        frustrated worried ready done back home available team support all everyone
+        everybody guys folks sir madam customer service agent bot assistant user name called
+        regarding concerning re account order booking number email phone address card
+        password
+        """
+    )
+)
+TITLES = (
+    r"mr|mrs|ms|miss|mx|dr|prof|professor|sir|dame|madam|madame|mme|mlle|herr|frau|señor|"
+    r"señora|señorita|sr|sra|srta|sig|signor|signora|dott|mevrouw|meneer|pan|pani"
+)
+# Capitalised words that start sentences and greetings far more often than they are names
+# (short names such as "An" or "Li" stay possible).
+NOT_A_CAPITALISED_NAME_WORDS = frozenset(
+    words(
+        """
+        I The A And But Or So For From At In On With Here There Please Thanks Thank Hi Hello
+        Hey Dear Yes No Ok Okay Sure Sorry Team Support Customer Service Agent All Everyone
+        Sir Madam It This That My Your We You Is Was Am Just Also Not Good Great Welcome Bye
+        Regards Best Cheers Sincerely Account Order Booking Email Phone Address Card
+        """
+    )
+)
+
+
+def _none_of(words: frozenset[str], flags: str) -> str:
+    return f"(?!(?{flags}:" + "|".join(sorted(words, key=len, reverse=True)) + r")\b)"
+
+
+NOT_A_NAME = _none_of(NOT_A_NAME_WORDS | frozenset(TITLES.split("|")), "i")
+NOT_A_CAPITALISED_NAME = _none_of(
+    NOT_A_CAPITALISED_NAME_WORDS | {title.capitalize() for title in TITLES.split("|")}, "-i"
+)
+CAPITAL_PART = rf"(?:{NOT_A_CAPITALISED_NAME}(?:{INITIAL}|{CAPITALISED}))"
+NAME_PART = rf"(?:{CAPITAL_PART}|{NOT_A_NAME}{WORD})"
+# One to four parts, with particles before and between them.
+NAME = (
+    rf"(?:{PARTICLE}[ \t]+){{0,2}}{NAME_PART}"
+    rf"(?:[ \t]+(?:{PARTICLE}[ \t]+){{0,2}}{NAME_PART}){{0,3}}"
+)
+CAPITAL_NAME = (
+    rf"(?:{PARTICLE}[ \t]+){{0,2}}{CAPITAL_PART}"
+    rf"(?:[ \t]+(?:{PARTICLE}[ \t]+){{0,2}}{CAPITAL_PART}){{0,3}}"
+)
+NAME_SHAPE = regex.compile(rf"{NAME}")
+
+STRONG_CUES = (
+    r"my\s+(?:full\s+|first\s+|last\s+|real\s+|legal\s+)?name\s+is|my\s+name'?s|"
+    r"(?:full\s+|first\s+|last\s+|sur|given\s+|family\s+|maiden\s+)name\s*(?:is|[:=-])|"
+    r"name\s*[:=]|call\s+me|i\s+am\s+called|i'?m\s+called|name\s+on\s+the\s+(?:account|card|"
+    r"booking|reservation)\s+is|(?:account|card)\s*holder\s*(?:is|[:=-])|"
+    r"(?:passenger|guest|traveller|traveler|beneficiary|recipient|payee|contact|patient|"
+    r"driver|attendee|applicant|signatory|addressee|sender)(?:\s+name)?\s*[:=-]|"
+    r"(?:it'?s|it\s+is)\s+under|booked\s+under|registered\s+(?:to|under)|"
+    r"spelled|spelt|signed|sincerely,?|regards,?"
+)
+WEAK_CUES = r"i'?m|i\s+am|this\s+is|it'?s|here\s+is|meet|with|for|from|named|called|by"
+GREETINGS = (
+    r"hi|hello|hey|dear|thanks|thank\s+you|cheers|bye|goodbye|good\s+(?:morning|afternoon|"
+    r"evening|night)|welcome|sorry|congratulations|ok|okay|alright|great|sure|of\s+course|"
+    r"no\s+problem|you'?re\s+welcome|take\s+care|have\s+a\s+(?:good|nice|great)\s+\w+"
+)
+STRONG = regex.compile(rf"(?i:(?<!\w)(?:{STRONG_CUES}))[ \t]*\n?[ \t]*[\"'“]?(?P<name>{NAME})")
+WEAK = regex.compile(rf"(?i:(?<!\w)(?:{WEAK_CUES}))[ \t]+(?P<name>{CAPITAL_NAME})")
+TITLED = regex.compile(rf"(?i:(?<!\w)(?:{TITLES}))\.?[ \t]+(?P<name>{CAPITAL_NAME})")
+VOCATIVE = regex.compile(
+    rf"(?i:(?<!\w)(?:{GREETINGS}))[ \t]*,?[ \t]+(?P<name>{CAPITAL_NAME})(?=[ \t]*(?:[,!.?;:)]|$))",
+    regex.MULTILINE,
+)
+SIGN_OFF = regex.compile(
+    r"(?im)^[ \t]*(?:(?:best|kind|warm|many)?[ \t]*(?:regards|wishes|thanks)|thank\s+you|"
+    r"cheers|sincerely|yours(?:\s+(?:truly|sincerely|faithfully))?|best|love|--|—|-)[ \t]*[,.!]?"
+    r"[ \t]*\n"
+)
+CONTACT_LINE = regex.compile(
+    r"(?i)@|\d{3}|(?<!\w)(?:tel|phone|mobile|cell|email|e-mail|fax|address|street|st\.|road|"
+    r"avenue|ave|www\.|http)(?!\w)"
+)
+LINE = regex.compile(r"(?m)^[ \t]*(?P<line>[^\n]*?)[ \t]*$")
+MAX_HEADING_CHARS = 48
+
+
+class IntroducedNameRecognizer(TurnwatchRecognizer):
+    """After a strong cue in any case; after a weak cue, a title or a greeting only when
+    capitalised (the name a user types after "I'm" is as often "fine")."""
+
+    ENTITIES = ("PERSON",)
+
+    def find(self, text, nlp_artifacts):
+        found = []
+        for pattern, score in ((STRONG, 0.8), (WEAK, 0.55), (TITLED, 0.85), (VOCATIVE, 0.6)):
+            for match in pattern.finditer(text):
+                start, end = match.span("name")
+                found.append(("PERSON", start, end, score))
+        return found
+
+
+class ContactBlockNameRecognizer(TurnwatchRecognizer):
+    """A line that is only a name, heading a block of contact lines or closing a letter."""
+
+    ENTITIES = ("PERSON",)
+
+    def find(self, text, nlp_artifacts):
+        if "\n" not in text:
+            return []
+        lines = list(LINE.finditer(text))
+        found = []
+        for number, line in enumerate(lines):
+            value = line.group("line")
+            if not value or len(value) > MAX_HEADING_CHARS or not NAME_SHAPE.fullmatch(value):
+                continue
+            following = lines[number + 1].group("line") if number + 1 < len(lines) else ""
+            heads_contacts = bool(CONTACT_LINE.search(following))
+            closes_letter = bool(SIGN_OFF.search(text[: line.start()][-40:] + "\n")) and (
+                number > 0 and SIGN_OFF.fullmatch(lines[number - 1].group() + "\n")
+            )
+            if heads_contacts or closes_letter:
+                found.append(("PERSON", line.start("line"), line.end("line"), 0.7))
+        return found
