@@ -25,11 +25,11 @@ from turnwatch.collector.deid.fields import FieldRules
 from turnwatch.collector.deid.people import propagate_people
 from turnwatch.collector.deid.propagate import propagate
 from turnwatch.collector.deid.pseudonym import Pseudonymizer
-from turnwatch.collector.deid.recognizers.identifiers import SsnRecognizer
+from turnwatch.collector.deid.recognizers.identifiers import SocialSecurityRecognizer
 from turnwatch.collector.deid.recognizers.numbers import (
-    CardRecognizer,
-    IbanRecognizer,
-    PhoneRecognizer,
+    CardNumberRecognizer,
+    IbanCodeRecognizer,
+    PhoneNumberRecognizer,
 )
 from turnwatch.collector.deid.replace import merge, replace
 from turnwatch.collector.deid.walker import MIN_NUMBER_DIGITS, InvalidInput, Place, SessionWalker
@@ -84,10 +84,10 @@ class Deidentifier:
             + (["DENY_LIST"] if config.deny_list else [])
         )
         self._split_recognizers = [
-            CardRecognizer(),
-            PhoneRecognizer(config.phone_regions),
-            IbanRecognizer(),
-            SsnRecognizer(),
+            CardNumberRecognizer(),
+            PhoneNumberRecognizer(config.phone_regions),
+            IbanCodeRecognizer(),
+            SocialSecurityRecognizer(),
         ]
 
     def deidentify(self, session: Session) -> Deidentified:

@@ -11,13 +11,13 @@ from collections.abc import Callable
 
 from presidio_analyzer import EntityRecognizer, Pattern, PatternRecognizer
 from turnwatch.collector.deid.config import CustomPattern, DeidConfig
-from turnwatch.collector.deid.recognizers.addresses import AddressRecognizer
+from turnwatch.collector.deid.recognizers.addresses import PostalAddressRecognizer
 from turnwatch.collector.deid.recognizers.credentials import CredentialRecognizer
-from turnwatch.collector.deid.recognizers.dates import DateRecognizer
+from turnwatch.collector.deid.recognizers.dates import CalendarDateRecognizer
 from turnwatch.collector.deid.recognizers.identifiers import (
     DocumentNumberRecognizer,
     ReferenceRecognizer,
-    SsnRecognizer,
+    SocialSecurityRecognizer,
 )
 from turnwatch.collector.deid.recognizers.names import (
     ContactBlockNameRecognizer,
@@ -25,23 +25,23 @@ from turnwatch.collector.deid.recognizers.names import (
 )
 from turnwatch.collector.deid.recognizers.ner import NameNerRecognizer
 from turnwatch.collector.deid.recognizers.numbers import (
-    CardRecognizer,
-    IbanRecognizer,
-    IpRecognizer,
-    PhoneRecognizer,
+    CardNumberRecognizer,
+    IbanCodeRecognizer,
+    IpAddressRecognizer,
+    PhoneNumberRecognizer,
 )
 
 CATALOGUE: dict[str, Callable[[DeidConfig], EntityRecognizer]] = {
-    "cards": lambda config: CardRecognizer(),
-    "phones": lambda config: PhoneRecognizer(config.phone_regions),
-    "ibans": lambda config: IbanRecognizer(),
-    "ip_addresses": lambda config: IpRecognizer(),
+    "cards": lambda config: CardNumberRecognizer(),
+    "phones": lambda config: PhoneNumberRecognizer(config.phone_regions),
+    "ibans": lambda config: IbanCodeRecognizer(),
+    "ip_addresses": lambda config: IpAddressRecognizer(),
     "references": lambda config: ReferenceRecognizer(),
-    "ssns": lambda config: SsnRecognizer(),
+    "ssns": lambda config: SocialSecurityRecognizer(),
     "documents": lambda config: DocumentNumberRecognizer(),
     "credentials": lambda config: CredentialRecognizer(),
-    "dates": lambda config: DateRecognizer(),
-    "addresses": lambda config: AddressRecognizer(config.keep_coarse_location),
+    "dates": lambda config: CalendarDateRecognizer(),
+    "addresses": lambda config: PostalAddressRecognizer(config.keep_coarse_location),
     "introduced_names": lambda config: IntroducedNameRecognizer(),
     "contact_block_names": lambda config: ContactBlockNameRecognizer(),
     "ner_names": lambda config: NameNerRecognizer(),

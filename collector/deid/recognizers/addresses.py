@@ -114,7 +114,7 @@ UK_POSTCODE = regex.compile(r"(?<![\w])[A-Z]{1,2}\d[A-Z\d]?\s\d[A-Z]{2}(?![\w])"
 COARSE_GROUPS = ("city1", "city2", "city3", "city4", "state2", "country", "city", "state", "city2")
 
 
-class AddressRecognizer(TurnwatchRecognizer):
+class PostalAddressRecognizer(TurnwatchRecognizer):
     ENTITIES = ("STREET_ADDRESS",)
 
     def __init__(self, keep_coarse_location: bool = False) -> None:

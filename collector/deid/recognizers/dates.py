@@ -27,7 +27,7 @@ DATE = regex.compile(
 BIRTH_CONTEXT = context_words(["born", "birth", "dob", "d.o.b", "birthday", "birthdate", "age"])
 
 
-class DateRecognizer(TurnwatchRecognizer):
+class CalendarDateRecognizer(TurnwatchRecognizer):
     ENTITIES = ("DATE_TIME",)
 
     def find(self, text, nlp_artifacts):

@@ -89,7 +89,7 @@ SSN = regex.compile(
 SSN_CONTEXT = context_words(["ssn", "social security", "social", "ss#", "ss #", "tax id", "tin"])
 
 
-class SsnRecognizer(TurnwatchRecognizer):
+class SocialSecurityRecognizer(TurnwatchRecognizer):
     """Separated SSNs alone; nine bare digits only after an SSN context word."""
 
     ENTITIES = ("US_SSN",)

@@ -67,7 +67,7 @@ def issued_card_number(digits: str) -> bool:
     return False
 
 
-class CardRecognizer(TurnwatchRecognizer):
+class CardNumberRecognizer(TurnwatchRecognizer):
     ENTITIES = ("CREDIT_CARD",)
 
     def find(self, text, nlp_artifacts):
@@ -95,7 +95,7 @@ MIN_PHONE_DIGITS = 7
 IPV4 = regex.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
 
 
-class PhoneRecognizer(TurnwatchRecognizer):
+class PhoneNumberRecognizer(TurnwatchRecognizer):
     """Valid numbers of any configured region, or international numbers (+ or 00)."""
 
     ENTITIES = ("PHONE_NUMBER",)
@@ -162,7 +162,7 @@ def iban_valid(compact: str) -> bool:
         return False
 
 
-class IbanRecognizer(TurnwatchRecognizer):
+class IbanCodeRecognizer(TurnwatchRecognizer):
     ENTITIES = ("IBAN_CODE",)
 
     def find(self, text, nlp_artifacts):
@@ -185,7 +185,7 @@ IPV6 = regex.compile(r"(?<![\w:])(?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4}(?![\w:])",
 VERSION_CONTEXT = context_words(["version", "v", "release", "build", "firmware", "app"])
 
 
-class IpRecognizer(TurnwatchRecognizer):
+class IpAddressRecognizer(TurnwatchRecognizer):
     """Public addresses only: a private, loopback or documentation-free reserved address
     (10.0.0.1, 192.168.1.1, 127.0.0.1) names a network, not a person."""
 
