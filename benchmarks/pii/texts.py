@@ -55,7 +55,7 @@ class TextMaker:
     def text(self) -> LabelledText:
         maker = self.rng.choice(self.makers())
         out = maker()
-        if self.rng.random() < 0.45:
+        if self.rng.random() < 0.45 and "\n" not in out.text:
             out.say(self.rng.choice([" Also, ", " By the way, ", " Note: ", " "]), self.miss(), ".")
         out.check()
         return out

@@ -50,7 +50,7 @@ ASKS = regex.compile(
 SENTENCE = regex.compile(r"[^.!?\n]*(?:[.!?]|$)")
 FILLER = regex.compile(
     r"(?i)^(?:\s*(?:sure|yes|yeah|yep|yup|ok|okay|of course|certainly|absolutely|hi|hello|"
-    r"hey|no problem|right|alright|so)\b[,.!]?)*\s*(?:(?:it'?s|it is|that'?s|that is|this is|"
+    r"hey|no problem|right|alright|so)\b[,.!:]?)*\s*(?:(?:it'?s|it is|that'?s|that is|this is|"
     r"i'?m|i am|here it is|here you go|my [\w ]{1,30}? (?:is|are)|the [\w ]{1,30}? is)\b\s*"
     r"[:-]?)?\s*[\"'“]?"
 )
@@ -58,6 +58,12 @@ TRAILER = regex.compile(
     r"(?i)[\"'”]?\s*[,.!]*\s*(?:(?:thanks|thank you|thx|ty|please|cheers)\b[\s.!]*)*$"
 )
 MAX_ANSWER_CHARS = 120
+# Numbers asked for start at their first digit ("call me on 415...", "sure, 4111 ...").
+NUMERIC_ANSWERS = frozenset(
+    {"PHONE_NUMBER", "CREDIT_CARD", "US_SSN", "ORDER_NUMBER", "ACCOUNT_ID", "ONE_TIME_CODE"}
+)
+SECRET_ANSWERS = frozenset({"PASSWORD", "USERNAME"})
+NUMERIC_START = regex.compile(r"[+(]?\d")
 MAX_NAME_WORDS = 5
 
 
@@ -85,6 +91,15 @@ def answer_span(entity: str, text: str) -> tuple[int, int] | None:
     start = FILLER.match(text).end()
     trailer = TRAILER.search(text, start)
     end = trailer.start() if trailer is not None else len(text)
+    if entity in SECRET_ANSWERS:
+        # A secret's own punctuation is part of it ("Mango2710!"): it ends at white space.
+        token = regex.match(r"\S+", text[start:])
+        end = start + len(token.group().rstrip(".,;")) if token else end
+    if entity in NUMERIC_ANSWERS:
+        first = NUMERIC_START.search(text, start, end)
+        if first is None:
+            return None
+        start = first.start()
     value = text[start:end]
     if not value.strip() or len(value) > MAX_ANSWER_CHARS:
         return None
@@ -117,7 +132,7 @@ def answers(turns: list[TurnText]) -> dict[str, list[Finding]]:
 
 CHUNK = r"[A-Za-z]{0,4}\d[A-Za-z0-9]*"
 FRAGMENT = rf"{CHUNK}(?:[ \-./]{{1,2}}{CHUNK})*"
-TAIL = regex.compile(rf"(?<![\w])(?P<fragment>{FRAGMENT})[\s.,…-]*$")
+TAIL = regex.compile(rf"(?<![\w+])(?P<fragment>\+?{FRAGMENT})[\s.,…-]*$")
 HEAD = regex.compile(rf"^[\s.,…-]*(?P<fragment>{FRAGMENT})(?![\w])")
 MIN_PART_DIGITS, MIN_JOINED_DIGITS = 2, 6
 # An acknowledgement between two parts ("Go on.", "Got it, and the rest?") keeps them one value.

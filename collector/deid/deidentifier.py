@@ -140,12 +140,15 @@ class Deidentifier:
         """Every region to replace in the session (raises InvalidInput, TimeLimitExceeded)."""
         texts: dict[str, None] = {}
         whole: dict[str, list[Finding]] = {}
+        things: set[str] = set()
         turns: list[TurnText] = []
 
         def collect(text: str, place: Place) -> str:
             entity = self.fields.entity(place.key, text, place.siblings) if place.key else None
             if entity is not None:
                 whole.setdefault(text, []).append(Finding(0, len(text), entity, 1.0))
+            elif place.key and self.fields.names_a_thing(place.key, place.siblings):
+                things.add(text)
             if not place.number or len(text) >= MIN_NUMBER_DIGITS or entity is not None:
                 texts[text] = None
             if place.turn_text and place.role is not None:
@@ -155,6 +158,8 @@ class Deidentifier:
         self.walker.map(session, collect)
         analysed = self.analyzer.analyze(texts, deadline, stats)
         findings: dict[str, Findings] = {text: analysed.get(text, ()) for text in texts}
+        for text in things:
+            findings[text] = tuple(item for item in findings[text] if item.entity != "PERSON")
         canonical = self.pseudonymizer.canonical
         for extra in (
             whole,

@@ -63,11 +63,20 @@ class FieldRules:
             return identifier_entity(words)
         return None
 
+    def names_a_thing(self, key: str, siblings: frozenset[str]) -> bool:
+        """A `name` beside `price` or `sku`: a product's, whatever the NER model thinks."""
+        return bool(self.name_words.intersection(key_words(key))) and _beside_things(siblings)
+
     @staticmethod
     def _name_shaped(value: str, siblings: frozenset[str]) -> bool:
-        if len(value.split()) > MAX_NAME_WORDS or not NAME_SHAPE.fullmatch(value.strip()):
+        value = value.replace(",", " ").strip()
+        if len(value.split()) > MAX_NAME_WORDS or not NAME_SHAPE.fullmatch(" ".join(value.split())):
             return False
-        return not THING_SIBLINGS.intersection(key.casefold() for key in siblings)
+        return not _beside_things(siblings)
+
+
+def _beside_things(siblings: frozenset[str]) -> bool:
+    return bool(THING_SIBLINGS.intersection(key.casefold() for key in siblings))
 
 
 def identifier_entity(words: list[str]) -> str:

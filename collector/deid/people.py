@@ -49,6 +49,14 @@ COMMON_WORDS = frozenset(
     )
 )
 MIN_PART_CHARS = 2
+CALENDAR_WORDS = frozenset(
+    words(
+        """
+        january february march april may june july august september october november
+        december monday tuesday wednesday thursday friday saturday sunday
+        """
+    )
+)
 INITIAL = regex.compile(r"^\p{Lu}\.?$")
 WORD = regex.compile(r"[\p{L}\p{M}]+(?:['’-][\p{L}\p{M}]+)*\.?")
 TITLE_BEFORE = regex.compile(rf"(?i)(?<!\w)(?:{TITLES})\.?\s*$")
@@ -75,10 +83,17 @@ def _words(name: str) -> list[str]:
 
 
 def _person(name: str) -> Person | None:
+    if name.count(",") == 1:
+        last, first = (part.strip() for part in name.split(","))
+        name = f"{first} {last}"
     words = _words(name)
     full = [word for word in words if not INITIAL.match(word)]
     if not full:
         return None
+    if len(full) > 1 and full[0].casefold() in PARTICLES:
+        # "da Silva", "van der Berg": a surname on its own, no given name.
+        family = " ".join(full).casefold()
+        return Person(key=family, family=family, parts={family, full[-1].casefold()})
     given = full[0].casefold()
     # The surname is the last word with the particles before it ("van der Berg").
     family_words = [full[-1]] if len(full) > 1 else []
@@ -117,8 +132,13 @@ def group_people(names: list[str]) -> list[Person]:
         known = people.setdefault(person.key, Person(person.key, person.given, person.family))
         known.parts |= person.parts
         known.variants |= person.variants
-    for single in singles:
-        owner = next((p for p in people.values() if single.key in p.parts), None)
+    for single in singles + [p for p in people.values() if not p.given]:
+        owner = next(
+            (p for p in people.values() if p is not single and p.given and single.key in p.parts),
+            None,
+        )
+        if owner is not None and single.key in people and people[single.key] is single:
+            del people[single.key]
         if owner is None:
             people.setdefault(single.key, single)
     return list(people.values())
@@ -146,6 +166,8 @@ def used_as_name(text: str, start: int, end: int, person: Person) -> bool:
     if part in person.family.split() and before_word == person.given:
         return True
     word = text[start:end]
+    if part in CALENDAR_WORDS:
+        return False  # "in June", "on Friday": capitalised whatever they mean
     return word[0].isupper() and not word.isupper() and not SENTENCE_START.search(left)
 
 

@@ -86,7 +86,7 @@ NUMBER_FIRST = (
     rf"(?:\s+(?:(?i:{SMALL})\s*)*{CAPITAL_WORD}){{0,3}})"
 )
 NUMBER_LAST = (
-    rf"(?:(?:{CAPITAL_WORD}[\s-])?\p{{L}}*(?i:{JOINED_SUFFIXES})\s*{NUMBER}"
+    rf"(?:(?:{CAPITAL_WORD}[\s-])?\p{{Lu}}\p{{Ll}}*(?i:{JOINED_SUFFIXES})\s+{NUMBER}"
     rf"|(?:{CAPITAL_WORD}\s+){{1,3}}(?i:straße|strasse|str\.|weg|allee|platz)\s*{NUMBER}"
     rf"|(?i:{PREFIX_TYPES})\s+(?:(?i:{SMALL})\s*)*{NAME_WORD}(?:\s+(?:(?i:{SMALL})\s*)*"
     rf"{CAPITAL_WORD}){{0,3}},?\s+{NUMBER}(?:,?\s*\d{{1,2}}(?:º|ª|°)\s*[A-Z]?\b)?)"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import regex
 from turnwatch.collector.deid.recognizers.base import TurnwatchRecognizer, words
 
-_LINK = r"(?:\s+(?:is|was|are|=|:|-|would\s+be|should\s+be|will\s+be))*\s*[:=]?\s*"
+_LINK = r"(?:\s+(?:is|was|are|=|:|-|to|would\s+be|should\s+be|will\s+be))*\s*[:=]?\s*"
 # A typed secret ends at white space; trailing sentence punctuation is not part of it.
 _SECRET_VALUE = r"[\"'“‘`]?(?P<value>[^\s\"'”’`]{3,128}?)[\"'”’`]?(?=[.,;:)]*(?:\s|$))"
 
@@ -29,7 +29,9 @@ ONE_TIME_CODE = regex.compile(
 )
 LOGIN = regex.compile(
     r"(?i)(?<!\w)(?:user\s*name|login(?:\s+(?:name|id))?|user\s+id|screen\s+name|handle|"
-    r"sign[- ]in\s+name)" + _LINK + r"[\"'“‘`]?(?P<value>@?[\w.+-]*\w)(?![\w@])"
+    r"sign[- ]in\s+name|log(?:ged)?\s+in\s+as|sign(?:ed)?\s+in\s+as)"
+    + _LINK
+    + r"[\"'“‘`]?(?P<value>@?[\w.+-]*\w)(?![\w@])"
 )
 # Words that follow "login"/"password" in ordinary sentences rather than a secret.
 NOT_A_SECRET = frozenset(
@@ -56,6 +58,9 @@ CUED_KEY = regex.compile(
 )
 
 
+LINKED = regex.compile(r"(?i)(?:\bis|\bwas|\bto|\bas|[:=\-\"'“‘`])\s*[\"'“‘`]?\s*$")
+
+
 class CredentialRecognizer(TurnwatchRecognizer):
     ENTITIES = ("PASSWORD", "ONE_TIME_CODE", "USERNAME", "API_KEY")
 
@@ -71,6 +76,9 @@ class CredentialRecognizer(TurnwatchRecognizer):
                 value = match.group("value")
                 if value.casefold().strip("@") in NOT_A_SECRET:
                     continue
+                linked = match.group()[: match.start("value") - match.start()]
+                if entity != "API_KEY" and value.isalpha() and not LINKED.search(linked):
+                    continue  # "login failed", "password reset": no secret follows
                 found.append((entity, match.start("value"), match.end("value"), 0.85))
         for match in API_KEY.finditer(text):
             found.append(("API_KEY", match.start(), match.end(), 0.95))

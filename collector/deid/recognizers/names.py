@@ -22,6 +22,8 @@ INITIAL = r"(?:\p{Lu}\.)"
 NOT_A_NAME_WORDS = frozenset(
     words(
         """
+        cheers regards sincerely best kind dear driver ip license licence passport expiry
+        pls plz help thx ty
         a an the and but or so nor for from at in on with here there please thanks thank to
         i is was are am be been being my your our his her their its me you we they it this
         that these those again speaking calling just also not no yes ok okay sure hi hello
@@ -84,14 +86,24 @@ STRONG_CUES = (
     r"(?:it'?s|it\s+is)\s+under|booked\s+under|registered\s+(?:to|under)|"
     r"spelled|spelt|signed|sincerely,?|regards,?"
 )
-WEAK_CUES = r"i'?m|i\s+am|this\s+is|it'?s|here\s+is|meet|with|for|from|named|called|by"
+WEAK_CUES = r"i'?m|i\s+am|this\s+is|it'?s|here\s+is|meet|named|called"
+# After a weak cue a name ends the clause ("This is Acme support" names a company).
+AFTER_WEAK_NAME = (
+    r"(?=[ \t]*(?:[,.!?;:)\n]|$|(?i:from|speaking|here|calling|again|and|with|about|"
+    r"regarding|i|my|pls|please|thanks)\b))"
+)
 GREETINGS = (
     r"hi|hello|hey|dear|thanks|thank\s+you|cheers|bye|goodbye|good\s+(?:morning|afternoon|"
     r"evening|night)|welcome|sorry|congratulations|ok|okay|alright|great|sure|of\s+course|"
     r"no\s+problem|you'?re\s+welcome|take\s+care|have\s+a\s+(?:good|nice|great)\s+\w+"
 )
 STRONG = regex.compile(rf"(?i:(?<!\w)(?:{STRONG_CUES}))[ \t]*\n?[ \t]*[\"'“]?(?P<name>{NAME})")
-WEAK = regex.compile(rf"(?i:(?<!\w)(?:{WEAK_CUES}))[ \t]+(?P<name>{CAPITAL_NAME})")
+WEAK = regex.compile(rf"(?i:(?<!\w)(?:{WEAK_CUES}))[ \t]+(?P<name>{CAPITAL_NAME}){AFTER_WEAK_NAME}")
+# A message opening with a greeting and an introduction: "hey its tomás le roux pls help".
+GREETED = regex.compile(
+    rf"(?im:^[ \t]*(?:hi|hey|hello)[,!]?[ \t]+(?:it'?s|its|this\s+is|i'?m|i\s+am))[ \t]+"
+    rf"(?P<name>{NAME}){AFTER_WEAK_NAME}"
+)
 TITLED = regex.compile(rf"(?i:(?<!\w)(?:{TITLES}))\.?[ \t]+(?P<name>{CAPITAL_NAME})")
 VOCATIVE = regex.compile(
     rf"(?i:(?<!\w)(?:{GREETINGS}))[ \t]*,?[ \t]+(?P<name>{CAPITAL_NAME})(?=[ \t]*(?:[,!.?;:)]|$))",
@@ -118,7 +130,8 @@ class IntroducedNameRecognizer(TurnwatchRecognizer):
 
     def find(self, text, nlp_artifacts):
         found = []
-        for pattern, score in ((STRONG, 0.8), (WEAK, 0.55), (TITLED, 0.85), (VOCATIVE, 0.6)):
+        patterns = ((STRONG, 0.8), (GREETED, 0.7), (WEAK, 0.55), (TITLED, 0.85), (VOCATIVE, 0.6))
+        for pattern, score in patterns:
             for match in pattern.finditer(text):
                 start, end = match.span("name")
                 found.append(("PERSON", start, end, score))

@@ -17,14 +17,18 @@ from turnwatch.collector.deid.recognizers.names import (
     PARTICLE,
     STRONG_CUES,
     TITLES,
-    WEAK_CUES,
 )
 
-NAME_SLOT = regex.compile(
-    rf"(?i:(?<!\w)(?:{STRONG_CUES}|{WEAK_CUES}|{TITLES}|{GREETINGS}))[ \t.,\"'“]*$"
-)
+# Weak cues ("this is", "I'm") are left out: "this is Acme support" names a company.
+NAME_SLOT = regex.compile(rf"(?im:(?<!\w)(?:{STRONG_CUES}|{TITLES}|{GREETINGS}))[ \t.,\"'“]*$")
 CONTINUATION = regex.compile(rf"(?:[ \t]+(?:{PARTICLE}[ \t]+){{0,2}}{CAPITAL_PART}){{1,2}}")
 POSSESSIVE = regex.compile(r"['’]s?$")
+# A "person" followed by one of these is a company or a department ("Acme support").
+ORGANISATION_AFTER = regex.compile(
+    r"^[ \t]+(?i:support|team|service|services|customer|care|help|helpdesk|bank|store|shop|"
+    r"inc|ltd|llc|gmbh|corp|corporation|company|group|airlines|airways|insurance|energy|"
+    r"telecom|mobile|online|app)\b"
+)
 MAX_NAME_WORDS = 6
 PLACE_LABELS = frozenset({"GPE", "LOC", "FAC", "LOCATION"})
 SLOT_LABELS = frozenset({"NORP", "ORG", "NRP", "ORGANIZATION"}) | PLACE_LABELS
@@ -51,12 +55,19 @@ class NameNerRecognizer(TurnwatchRecognizer):
 
     @staticmethod
     def _person(text: str, start: int, end: int) -> tuple[int, int] | None:
+        newline = text.find("\n", start, end)
+        if newline >= 0:
+            end = newline
         words = text[start:end].split()
-        if not words or len(words) > MAX_NAME_WORDS or any(ch.isdigit() for ch in words[0]):
+        if not words or len(words) > MAX_NAME_WORDS or any(ch.isdigit() for ch in text[start:end]):
             return None
         if len(words) == 1 and words[0].strip(".,!?").casefold() in NOT_A_NAME_WORDS:
             return None
+        if ORGANISATION_AFTER.match(text[end : end + 24]):
+            return None
         more = CONTINUATION.match(text, end)
+        if more is not None and any(ch.isdigit() for ch in more.group()):
+            more = None
         if more is not None:
             end = more.end()
         possessive = POSSESSIVE.search(text, start, end)

@@ -85,7 +85,7 @@ class CardNumberRecognizer(TurnwatchRecognizer):
 # A run that could be a phone number: an optional + or (, then digits with the separators people
 # type. libphonenumber decides; the run only keeps it from parsing every digit in the text.
 PHONE_CANDIDATE = regex.compile(
-    r"(?<![\w+])(?:\+|00)?\(?\d[\d\s().\-/]{5,22}\d(?:\s*(?:ext\.?|x|#)\s*\d{1,6})?(?![\w])"
+    r"(?<![\w+])(?:\+|00)?\(?\d[\d \t().\-/]{5,22}\d(?:[ \t]*(?:ext\.?|x|#)[ \t]*\d{1,6})?(?![\w])"
 )
 PHONE_CONTEXT = context_words(
     ["phone", "call", "tel", "telephone", "mobile", "cell", "reach", "number", "whatsapp",
@@ -112,9 +112,15 @@ class PhoneNumberRecognizer(TurnwatchRecognizer):
                 continue
             if _looks_like_a_date(candidate) or IPV4.fullmatch(candidate):
                 continue
-            if phone_region(candidate, self.regions) is None:
+            if PRODUCT_CONTEXT.search(before(text, match.start(), 24)):
                 continue
-            score = 0.9 if PHONE_CONTEXT.search(before(text, match.start())) else 0.7
+            cued = bool(PHONE_CONTEXT.search(before(text, match.start())))
+            if phone_region(candidate, self.regions) is not None:
+                score = 0.9 if cued else 0.7
+            elif cued and possible_phone(candidate, self.regions):
+                score = 0.6
+            else:
+                continue
             found.append(("PHONE_NUMBER", match.start(), match.start() + len(candidate), score))
         return found
 
@@ -136,6 +142,18 @@ def phone_region(value: str, regions: list[str]) -> str | None:
         if phonenumbers.is_valid_number(number):
             return region
     return None
+
+
+def possible_phone(value: str, regions: list[str]) -> bool:
+    """Whether `value` has a phone number's length in one of `regions` (after a phone word,
+    a number outside the known ranges is still someone's number)."""
+    for region in regions:
+        try:
+            if phonenumbers.is_possible_number(phonenumbers.parse(value, region)):
+                return True
+        except phonenumbers.NumberParseException:
+            return False
+    return False
 
 
 def e164(value: str, regions: list[str]) -> str | None:
