@@ -229,10 +229,12 @@ def print_report(corpus, measured: dict[str, Any]) -> None:
     texts = len(corpus.texts)
     talk_texts = sum(len(c.texts()) for c in corpus.conversations)
     print(
-        f"corpus: {texts} short texts, {len(corpus.conversations)} conversations ({talk_texts} texts)\n"
+        f"corpus: {texts} short texts, {len(corpus.conversations)} conversations "
+        f"({talk_texts} texts)\n"
     )
     print(
-        "| part | pipeline | token recall | token precision | F2 | region precision | value recall | location recall | fully masked | one token per value | CPU s | texts/CPU-s |"
+        "| part | pipeline | token recall | token precision | F2 | region precision | value recall "
+        "| location recall | fully masked | one token per value | CPU s | texts/CPU-s |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for part, (count, times) in {
@@ -244,16 +246,20 @@ def print_report(corpus, measured: dict[str, Any]) -> None:
             total = f.totals()
             groups = f"{ratio(f.whole_groups, f.groups):.3f} ({f.groups})" if f.groups else "n/a"
             print(
-                f"| {part} | {name} | {f.token_recall:.3f} | {f.token_precision:.3f} | {f.f2:.3f} | "
+                f"| {part} | {name} | {f.token_recall:.3f} | {f.token_precision:.3f} | "
+                f"{f.f2:.3f} | "
                 f"{f.region_precision:.3f} | {ratio(total.removed, total.occurrences):.3f} | "
-                f"{ratio(total.located, total.occurrences):.3f} | {ratio(total.masked, total.occurrences):.3f} | "
+                f"{ratio(total.located, total.occurrences):.3f} | "
+                f"{ratio(total.masked, total.occurrences):.3f} | "
                 f"{groups} | {times[side]:.1f} | {count / times[side]:.1f} |"
             )
     print(
-        "\nper type (turnwatch, short texts + conversations): value recall / location recall / fully masked (occurrences)"
+        "\nper type (turnwatch, short texts and conversations together; Presidio's value recall "
+        "beside it)"
     )
     print(
-        "| type | value recall | location recall | fully masked | occurrences | presidio value recall |"
+        "| type | value recall | location recall | fully masked | occurrences "
+        "| presidio value recall |"
     )
     print("|---|---|---|---|---|---|")
     types = sorted(
@@ -268,8 +274,10 @@ def print_report(corpus, measured: dict[str, Any]) -> None:
         ]
         n = sum(x.occurrences for x in ours if x)
         print(
-            f"| {entity} | {ratio(sum(x.removed for x in ours if x), n):.3f} | {ratio(sum(x.located for x in ours if x), n):.3f} | "
-            f"{ratio(sum(x.masked for x in ours if x), n):.3f} | {n} | {ratio(sum(x.removed for x in theirs if x), n):.3f} |"
+            f"| {entity} | {ratio(sum(x.removed for x in ours if x), n):.3f} | "
+            f"{ratio(sum(x.located for x in ours if x), n):.3f} | "
+            f"{ratio(sum(x.masked for x in ours if x), n):.3f} | {n} | "
+            f"{ratio(sum(x.removed for x in theirs if x), n):.3f} |"
         )
 
 

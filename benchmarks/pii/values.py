@@ -427,7 +427,8 @@ class Values:
 
     def ip(self) -> str:
         if self.rng.random() < 0.2:
-            return f"2a00:1450:{self.rng.randrange(1, 4096):x}:{self.rng.randrange(1, 65535):x}::{self.rng.randrange(1, 65535):x}"
+            groups = [f"{self.rng.randrange(1, 65535):x}" for _ in range(3)]
+            return f"2a00:1450:{groups[0]}:{groups[1]}::{groups[2]}"
         while True:
             octets = [self.rng.randrange(1, 224), *(self.rng.randrange(256) for _ in range(3))]
             if octets[0] not in (10, 127, 100, 169, 172, 192, 198, 203):
@@ -437,7 +438,7 @@ class Values:
         return self.choice(
             [
                 f"192.168.{self.rng.randrange(256)}.{self.rng.randrange(1, 255)}",
-                f"10.{self.rng.randrange(256)}.{self.rng.randrange(256)}.{self.rng.randrange(1, 255)}",
+                "10." + ".".join(str(self.rng.randrange(1, 255)) for _ in range(3)),
                 "127.0.0.1",
                 f"172.16.{self.rng.randrange(256)}.{self.rng.randrange(1, 255)}",
             ]
@@ -483,14 +484,16 @@ class Values:
         if kind == 1:
             city, post = self.choice(CITIES_UK)
             return (
-                f"{rng.randrange(1, 300)} {self.choice(['Baker', 'Station', 'Church', 'Victoria', 'Mill'])} {self.choice(['Street', 'Road', 'Lane', 'Close', 'Gardens'])}, {city} {post}"
+                f"{rng.randrange(1, 300)} "
+                f"{self.choice(['Baker', 'Station', 'Church', 'Victoria', 'Mill'])} "
+                f"{self.choice(['Street', 'Road', 'Lane', 'Close', 'Gardens'])}, {city} {post}"
                 + self.choice(["", ", United Kingdom", ", UK"])
             )
         if kind == 2:
             zip_code, city = self.choice(CITIES_DE)
             return (
-                f"{self.choice(STREETS_DE)} {rng.randrange(1, 200)}{self.choice(['', 'a', 'b'])}, {zip_code} {city}"
-                + self.choice(["", ", Germany", ", Deutschland"])
+                f"{self.choice(STREETS_DE)} {rng.randrange(1, 200)}{self.choice(['', 'a', 'b'])}, "
+                f"{zip_code} {city}" + self.choice(["", ", Germany", ", Deutschland"])
             )
         if kind == 3:
             zip_code, city = self.choice(CITIES_FR)

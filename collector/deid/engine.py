@@ -27,7 +27,8 @@ UNUSED_COMPONENTS = [
     "sentencizer", "morphologizer", "entity_ruler", "span_ruler", "textcat", "spancat",
 ]  # fmt: skip
 NER_LABELS = ("PERSON", "NORP", "ORG", "GPE", "LOC", "FAC")
-# Dates come from CalendarDateRecognizer (whole calendar dates only); amounts and ordinals are no PII.
+# Dates come from CalendarDateRecognizer (whole calendar dates only); amounts and ordinals are
+# no PII.
 IGNORED_LABELS = (
     "DATE", "TIME", "CARDINAL", "ORDINAL", "MONEY", "PERCENT", "QUANTITY", "PRODUCT",
     "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE",

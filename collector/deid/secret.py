@@ -15,6 +15,8 @@ from pathlib import Path
 
 from turnwatch.collector.deid.config import DeidConfig
 
+from turnwatch.private import private_directory
+
 SECRET_FILE_NAME = "deid.secret"
 MIN_SECRET_BYTES = 16
 
@@ -57,7 +59,7 @@ def _read(path: Path, setting: str) -> bytes:
 
 
 def _generated(path: Path) -> bytes:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_directory(path.parent)
     try:
         # O_EXCL: two processes starting together must not each write their own key.
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 
 from turnwatch.app.context import ServiceContext
+from turnwatch.app.exposure import check_collector
 from turnwatch.app.http import Ports, Server, bind, http_server
 from turnwatch.bus.base import Bus
 from turnwatch.bus.records import SESSIONS, RecordTooLarge
@@ -136,6 +137,7 @@ def build_collector(context: ServiceContext, output: SessionSink | None = None) 
     from turnwatch.collector.deid.stage import build_deidentifying_sink
 
     settings = context.settings
+    check_collector(settings)
     deidentifying = build_deidentifying_sink(
         settings.deid,
         settings.mode,

@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from turnwatch.app.collector_role import CollectorRole, build_collector
 from turnwatch.app.context import ServiceContext
+from turnwatch.app.exposure import check_exporter
 from turnwatch.app.settings import Settings
 from turnwatch.bus.base import Handler
 from turnwatch.bus.plugins import RecordHandler, SessionProcessor, load_callable
@@ -111,6 +112,7 @@ def build_exporter(context: ServiceContext, tap: RecordHandler | None = None) ->
     """Score records and incidents in; metrics, regression cases and the incidents API out.
     `bus.exporter_handler`, when set, replaces the handler; `tap` runs after it on each record."""
     settings = context.settings
+    check_exporter(settings)
     exporters = build_exporters(settings, context.registry)
     configured = settings.bus.exporter_handler
     handler = load_callable(configured) if configured else exporters.handler
