@@ -22,7 +22,6 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,49 +40,14 @@ from turnwatch.collector.deid.replace import merge
 from turnwatch.collector.deid.stage import build_deidentifier
 
 from benchmarks.pii.generate import make_corpus
-from benchmarks.pii.model import LabelledConversation, LabelledText, plain
+from benchmarks.pii.model import LabelledConversation, LabelledText
 from benchmarks.pii.score import Figures, ratio
-from turnwatch.schema import Role, SamplingDecision, SamplingReason, Session, ToolCall, Turn
+from benchmarks.pii.sessions import conversation_session, session
+from turnwatch.schema import Role, Session, Turn
 
 SECRET = b"benchmark-secret-0123456789"
 CHUNK = 20
 Pair = tuple[LabelledText, str]
-
-
-def session(conversation_id: str, turns: list[Turn], user_id: str = "bench-user") -> Session:
-    now = datetime(2026, 1, 1, tzinfo=UTC)
-    return Session(
-        session_id=conversation_id,
-        revision=1,
-        conversation_key=conversation_id,
-        key_source="gen_ai.conversation.id",
-        service="support-bot",
-        user_id=user_id,
-        started_at=now,
-        ended_at=now,
-        turns=turns,
-        close_reason="idle",
-        sampling=SamplingDecision(
-            sampled=True, reason=SamplingReason.RATE, rate=1.0, hash_fraction=0.5
-        ),
-    )
-
-
-def conversation_session(conversation: LabelledConversation) -> Session:
-    turns = []
-    for index, turn in enumerate(conversation.turns):
-        calls = [
-            ToolCall(
-                id=call.id,
-                name=call.name,
-                arguments=plain(call.arguments),
-                result=plain(call.result),
-            )
-            for call in turn.calls
-        ]
-        text = turn.text.text if turn.text is not None else None
-        turns.append(Turn(index=index, role=Role(turn.role), text=text, tool_calls=calls))
-    return session(conversation.conversation_id, turns, conversation.user_id)
 
 
 def pairs(conversation: LabelledConversation, out: Session) -> Iterator[tuple[LabelledText, Any]]:

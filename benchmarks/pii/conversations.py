@@ -172,7 +172,8 @@ class ConversationMaker:
             )
             if rng.random() < 0.5:
                 bot(rng.choice(["Go on.", "Got it, and the rest?"]))
-            user("...", Value("PHONE_NUMBER", tail, phone_group))
+            # A part of two or three digits is found anywhere: it is looked for with its "...".
+            user("...", Value("PHONE_NUMBER", tail, phone_group, ambiguous=len(tail) < 4))
         else:
             user(
                 rng.choice(["sure, ", "it's ", "", "call me on "]),

@@ -17,6 +17,7 @@ from turnwatch.collector.deid.cache import Finding, Findings
 MIN_PROPAGATED_CHARS = 3
 # Words of one run tried as a value (a value is a few groups; a table of numbers is not one).
 MAX_PIECES = 12
+PIECE = regex.compile(r"\(?\+?\w+(?:[().\-/]+\w+)*")
 # Numbers and codes in any format: digits, letters and the separators people type between them.
 NUMBER_RUN = regex.compile(r"(?<![\w+])\+?(?=[\w\s().\-/]*\d)[\w(][\w\s().\-/]*[\w)](?![\w])")
 
@@ -67,7 +68,7 @@ def _numbers(
     """Sub-runs of digit runs (whole words, longest first) whose canonical value is known."""
     extra = []
     for run in NUMBER_RUN.finditer(text):
-        pieces = list(regex.finditer(r"[\w+]+(?:[().\-/]+[\w]+)*", run.group()))[:MAX_PIECES]
+        pieces = list(PIECE.finditer(run.group()))[:MAX_PIECES]
         taken = 0
         for first in range(len(pieces)):
             if first < taken:

@@ -25,8 +25,8 @@ CONTINUATION = regex.compile(rf"(?:[ \t]+(?:{PARTICLE}[ \t]+){{0,2}}{CAPITAL_PAR
 POSSESSIVE = regex.compile(r"['’]s?$")
 # A "person" followed by one of these is a company or a department ("Acme support").
 ORGANISATION_AFTER = regex.compile(
-    r"^[ \t]+(?i:support|team|service|services|customer|care|help|helpdesk|bank|store|shop|"
-    r"inc|ltd|llc|gmbh|corp|corporation|company|group|airlines|airways|insurance|energy|"
+    r"^(?:['’]s)?[ \t]+(?i:support|team|service|services|customer|care|help|helpdesk|bank|"
+    r"store|shop|inc|ltd|llc|gmbh|corp|corporation|company|group|airlines|airways|insurance|energy|"
     r"telecom|mobile|online|app)\b"
 )
 MAX_NAME_WORDS = 6
