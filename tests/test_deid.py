@@ -24,7 +24,7 @@ from turnwatch.collector.deid.stage import build_deidentifier, build_deidentifyi
 
 from benchmarks.pii.generate import make_corpus
 from benchmarks.pii.model import LabelledConversation
-from benchmarks.pii.score import needle
+from benchmarks.pii.score import needle, occurs
 from benchmarks.pii.sessions import conversation_session, session
 from tests.conftest import CapturingSink
 from turnwatch.schema import Role, Session, ToolCall, Turn
@@ -53,7 +53,7 @@ def _leaked(labelled: LabelledConversation, emitted: str) -> list[str]:
         item.entity
         for text in labelled.texts()
         for item in text.occurrences
-        if needle(text.text, item) in emitted
+        if occurs(needle(text.text, item), emitted)
     ]
 
 

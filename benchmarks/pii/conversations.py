@@ -193,7 +193,9 @@ class ConversationMaker:
         full = person.full if rng.random() < 0.7 else f"{person.last}, {person.first}"
         if "," in full:
             name_text = LabelledText().say(
-                Value("PERSON", person.last, group), ", ", Value("PERSON", person.first, group)
+                Value("PERSON", person.last, group, person.ambiguous_last),
+                ", ",
+                Value("PERSON", person.first, group, person.ambiguous_first),
             )
         else:
             name_text = LabelledText().say(Value("PERSON", full, group))

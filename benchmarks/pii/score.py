@@ -52,7 +52,7 @@ class Figures:
             figures.occurrences += 1
             figures.located += any(s < item.end and item.start < e for s, e in regions)
             figures.masked += _masked(text, item, regions)
-            figures.removed += needle(text, item) not in output
+            figures.removed += not occurs(needle(text, item), output)
         spans = [(o.start, o.end) for o in labelled.occurrences]
         for word in WORD.finditer(text):
             pii = any(s <= word.start() and word.end() <= e for s, e in spans) or any(
@@ -118,6 +118,12 @@ def needle(text: str, item: Occurrence) -> str:
     before = " ".join(left.split(" ")[-CONTEXT_WORDS:]) if left else ""
     after = " ".join(right.split(" ")[:CONTEXT_WORDS]) if right else ""
     return before + item.value + after
+
+
+def occurs(value: str, text: str) -> bool:
+    """`value` in `text` as a whole (not the "3182" inside a hex id or a longer number)."""
+    pattern = rf"(?<![0-9A-Za-z]){re.escape(value)}(?![0-9A-Za-z])"
+    return re.search(pattern, text) is not None
 
 
 def ratio(part: int, whole: int) -> float:

@@ -131,7 +131,7 @@ def answers(turns: list[TurnText]) -> dict[str, list[Finding]]:
 
 
 CHUNK = r"[A-Za-z]{0,4}\d[A-Za-z0-9]*"
-FRAGMENT = rf"{CHUNK}(?:[ \-./]{{1,2}}{CHUNK})*"
+FRAGMENT = rf"\(?{CHUNK}(?:[ \-./()]{{1,3}}{CHUNK})*"
 TAIL = regex.compile(rf"(?<![\w+])(?P<fragment>\+?{FRAGMENT})[\s.,…-]*$")
 HEAD = regex.compile(rf"^[\s.,…-]*(?P<fragment>{FRAGMENT})(?![\w])")
 MIN_PART_DIGITS, MIN_JOINED_DIGITS = 2, 6

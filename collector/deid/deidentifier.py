@@ -36,6 +36,9 @@ from turnwatch.collector.deid.walker import MIN_NUMBER_DIGITS, InvalidInput, Pla
 
 from turnwatch.schema import Session
 
+# What the NER model labels; a product's name or code is neither, whatever it guesses.
+NER_TYPES = frozenset({"PERSON", "LOCATION"})
+
 
 class QuarantineReason:
     ANALYZER_ERROR = "analyzer_error"
@@ -158,8 +161,8 @@ class Deidentifier:
         self.walker.map(session, collect)
         analysed = self.analyzer.analyze(texts, deadline, stats)
         findings: dict[str, Findings] = {text: analysed.get(text, ()) for text in texts}
-        for text in things:
-            findings[text] = tuple(item for item in findings[text] if item.entity != "PERSON")
+        for text in things.intersection(findings):
+            findings[text] = tuple(item for item in findings[text] if item.entity not in NER_TYPES)
         canonical = self.pseudonymizer.canonical
         for extra in (
             whole,

@@ -64,8 +64,12 @@ class FieldRules:
         return None
 
     def names_a_thing(self, key: str, siblings: frozenset[str]) -> bool:
-        """A `name` beside `price` or `sku`: a product's, whatever the NER model thinks."""
-        return bool(self.name_words.intersection(key_words(key))) and _beside_things(siblings)
+        """A `name` beside `price` or `sku`, or any value under a not-personal key (`sku`,
+        `product_id`): a thing's, whatever the NER model thinks it is."""
+        words = key_words(key)
+        if self.not_personal.intersection(words) or key.casefold() in self.not_personal:
+            return True
+        return bool(self.name_words.intersection(words)) and _beside_things(siblings)
 
     @staticmethod
     def _name_shaped(value: str, siblings: frozenset[str]) -> bool:

@@ -122,7 +122,9 @@ def group_people(names: list[str]) -> list[Person]:
     part of, if any."""
     people: dict[str, Person] = {}
     singles: list[Person] = []
-    for name in sorted(set(names), key=lambda n: -len(n.split())):
+    # In order of appearance (the sort is stable): a given name two people share ("Will") is
+    # the one introduced first, the session's own user as a rule.
+    for name in sorted(dict.fromkeys(names), key=lambda n: -len(n.split())):
         person = _person(name)
         if person is None:
             continue

@@ -49,7 +49,7 @@ class NameNerRecognizer(TurnwatchRecognizer):
                 span = self._person(text, start, end)
                 if span is not None:
                     found.append(("PERSON", *span, 0.85 if label in PERSON_LABELS else 0.7))
-            elif label in PLACE_LABELS:
+            elif label in PLACE_LABELS and not any(ch.isdigit() for ch in text[start:end]):
                 found.append(("LOCATION", start, end, 0.6))
         return found
 
