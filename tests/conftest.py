@@ -49,6 +49,9 @@ def make_settings(**overrides: object) -> Settings:
         "ops.port": 0,
         "sessions.idle_timeout_seconds": 0.2,
         "sessions.sweep_interval_seconds": 0.05,
+        # One de-identification thread: worker processes each load the model (seconds) and are
+        # tested on their own (tests/test_deid_workers.py).
+        "deid.workers": 1,
     }
     values.update(overrides)
     return load_settings(None, values)

@@ -21,6 +21,7 @@ from turnwatch.collector.deid.quarantine import QuarantineStore
 from turnwatch.collector.deid.secret import SecretError, load_secret
 from turnwatch.collector.deid.sink import DeidentifyingSink
 from turnwatch.collector.deid.stage import build_deidentifier, build_deidentifying_sink
+from turnwatch.collector.deid.workers import ThreadWorker
 
 from benchmarks.pii.generate import make_corpus
 from benchmarks.pii.model import LabelledConversation
@@ -259,7 +260,8 @@ def _sink_with(recognizer: EntityRecognizer | None, **config) -> tuple[Deidentif
     if recognizer is not None:
         engine.analyzer.engine.registry.add_recognizer(recognizer)
     downstream = CapturingSink()
-    sink = DeidentifyingSink(engine, downstream, DeidMetrics(registry, settings.all_entities()))
+    metrics = DeidMetrics(registry, settings.all_entities())
+    sink = DeidentifyingSink(ThreadWorker(engine), settings, downstream, metrics)
     return sink, downstream, registry
 
 
@@ -305,7 +307,7 @@ async def test_a_stuck_analyzer_is_abandoned_at_the_time_limit(monkeypatch):
         unstuck.wait(5)
         finished.set()
 
-    monkeypatch.setattr(sink.deidentifier, "deidentify", stuck)
+    monkeypatch.setattr(sink.workers.deidentifier, "deidentify", stuck)
     await sink.deliver(_session(_user(0, "hello")))
     # deliver came back while the analyzer is still stuck: it was abandoned, not waited for.
     assert not finished.is_set()
@@ -404,10 +406,10 @@ def test_embedded_mode_generates_and_keeps_a_secret(tmp_path):
 
 async def test_local_quarantine_is_encrypted_and_bounded(tmp_path):
     registry = CollectorRegistry()
-    config = DeidConfig(quarantine={"enabled": True, "max_files": 1}, secret="q" * 20)
+    config = DeidConfig(quarantine={"enabled": True, "max_files": 1}, secret="q" * 20, workers=1)
     downstream = CapturingSink()
     sink = build_deidentifying_sink(config, "production", tmp_path, registry, downstream)
-    sink.deidentifier.analyzer.engine.registry.add_recognizer(ExplodingRecognizer())
+    sink.workers.deidentifier.analyzer.engine.registry.add_recognizer(ExplodingRecognizer())
     await sink.deliver(_session(_user(0, SECRET_TEXT), conversation_key="c1"))
     await sink.deliver(_session(_user(0, SECRET_TEXT + "!"), conversation_key="c2"))
     [stored] = list((tmp_path / "quarantine").iterdir())

@@ -260,6 +260,12 @@ class DeidConfig(Section):
         default=["service", "provenance", "turns.model", "turns.finish_reason", "tool_calls.name"],
         description="Session fields kept raw; every other text field is analysed.",
     )
+    workers: int | None = Field(
+        default=None,
+        ge=1,
+        description="De-identification worker processes; default the cores the container may "
+        "use; 1 runs it in a thread of the collector process.",
+    )
     session_time_limit_seconds: float = Field(default=10.0, gt=0)
     cache_size: int = Field(default=20_000, ge=0, description="Analysed texts remembered.")
     batch_size: int = Field(default=64, gt=0, description="Texts per spaCy `nlp.pipe` batch.")

@@ -24,6 +24,7 @@ from turnwatch.collector.deid.secret import derived_key
 from turnwatch.tokens import format_token
 
 EMAIL = regex.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+SEPARATORS_MATTER = regex.compile(r"(?:\d{1,3}\.){3}\d{1,3}|\d{1,4}[./]\d{1,2}[./]\d{1,4}")
 DIGITS_ONLY = regex.compile(r"\+?[\d\s().\-/]*\d[\d\s().\-/]*")
 CODE = regex.compile(r"[\p{L}\d][\p{L}\d\s\-./#]*", regex.V1)
 CODE_SEPARATORS = regex.compile(r"[\s\-./#]+")
@@ -37,6 +38,9 @@ def canonical(value: str, phone_regions: list[str]) -> str:
     value = unicodedata.normalize("NFKC", value).strip().strip(EDGE_PUNCTUATION).strip()
     if EMAIL.fullmatch(value):
         return value.casefold()
+    if SEPARATORS_MATTER.fullmatch(value):
+        # An IP address or a date: "77.12.104.3" and "77.121.04.3" are different values.
+        return value
     if DIGITS_ONLY.fullmatch(value):
         digits = "".join(ch for ch in value if ch.isdigit())
         if MIN_PHONE_DIGITS <= len(digits) <= MAX_PHONE_DIGITS:

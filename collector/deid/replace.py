@@ -17,10 +17,18 @@ def merge(findings: Findings, preferred: frozenset[str] = frozenset()) -> list[F
             last = merged[-1]
             # The union keeps the type of its most confident (then longest) member, and a
             # member's key only if that member is the whole union.
-            best = max(
-                (last, item), key=lambda f: (f.entity in preferred, f.score, f.end - f.start)
-            )
             start, end = last.start, max(last.end, item.end)
+            # A member that is the whole union names it ("4539 1488 0343 6467" is a card even
+            # if a 12-digit id recognizer scores a part of it higher).
+            best = max(
+                (last, item),
+                key=lambda f: (
+                    f.entity in preferred,
+                    (f.start, f.end) == (start, end),
+                    f.score,
+                    f.end - f.start,
+                ),
+            )
             keyed = next(
                 (f.key for f in (last, item) if f.key and (f.start, f.end) == (start, end)), None
             )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from turnwatch.app.context import ServiceContext
 from turnwatch.app.exposure import check_collector
@@ -59,6 +59,7 @@ class CollectorRole:
         context: ServiceContext,
         next_stage: SessionSink,
         close: Callable[[], None] | None = None,
+        flush: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         settings = context.settings
         config = settings.collector
@@ -71,6 +72,7 @@ class CollectorRole:
         self.pipeline = CollectorPipeline(config, metrics, self.handoff)
         self.otlp = settings.otlp
         self._close = close
+        self._flush = flush
         self._server: Server | None = None
         self._grpc_server: object | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -116,13 +118,18 @@ class CollectorRole:
     async def _drain(self) -> None:
         # Not wait_for: drain() swallows its own cancellation, so wait_for would return as if
         # it had finished and a timed-out drain would go unreported.
-        drain = asyncio.create_task(self.handoff.drain(), name="drain")
+        drain = asyncio.create_task(self._drain_stages(), name="drain")
         finished, _ = await asyncio.wait({drain}, timeout=DRAIN_TIMEOUT_SECONDS)
         if not finished:
             lost = self.handoff.count_lost()
             log.error("drain timed out; sessions lost at shutdown", extra={"lost_sessions": lost})
             drain.cancel()
             await asyncio.gather(drain, return_exceptions=True)
+
+    async def _drain_stages(self) -> None:
+        await self.handoff.drain()
+        if self._flush is not None:
+            await self._flush()
 
     def close(self) -> None:
         if self._close is not None:
@@ -145,4 +152,6 @@ def build_collector(context: ServiceContext, output: SessionSink | None = None) 
         context.registry,
         output or BusSink(context.bus()),
     )
-    return CollectorRole(context, deidentifying, close=deidentifying.close)
+    return CollectorRole(
+        context, deidentifying, close=deidentifying.close, flush=deidentifying.flush
+    )

@@ -92,7 +92,9 @@ NUMBER_LAST = (
     rf"{CAPITAL_WORD}){{0,3}},?\s+{NUMBER}(?:,?\s*\d{{1,2}}(?:º|ª|°)\s*[A-Z]?\b)?)"
 )
 PO_BOX = r"(?i:p\.?\s?o\.?\s*box|postfach|apartado(?:\s+de\s+correos)?)\s+\d{1,6}"
-STREET = rf"(?P<street>(?:{NUMBER_FIRST}|{NUMBER_LAST}|{PO_BOX}){UNIT}?)"
+# A flat before the street, as the UK writes it: "Flat 2, 14 Elm Grove".
+UNIT_FIRST = r"(?:(?i:flat|apt|apartment|unit|suite|ste)\.?\s*#?\s*[\w-]{1,5},?\s+)"
+STREET = rf"(?P<street>{UNIT_FIRST}?(?:{NUMBER_FIRST}|{NUMBER_LAST}|{PO_BOX}){UNIT}?)"
 CITY = rf"(?:{STOP}{CAPITAL_WORD}(?:[ \t-]{CAPITAL_WORD}){{0,2}})"
 LOCALITY = (
     rf"(?:,?\s*(?P<zip1>{POSTCODE})\s+(?P<city1>{CITY})"  # 10115 Berlin
