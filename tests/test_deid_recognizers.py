@@ -64,6 +64,18 @@ def test_cards_fail_their_checks_and_product_codes_stay():
     assert values(card, f"card {digits}") == [digits]  # the same digits as a card
 
 
+def test_a_product_word_in_an_earlier_sentence_does_not_hide_a_number():
+    digits = luhn_complete("4", 16, random.Random(2))
+    for text in (f"SKU 48213. Charge it to {digits}.", f"Also, 3 items. Use card {digits}"):
+        assert values(CardNumberRecognizer(), text) == [digits], text
+    assert values(PhoneNumberRecognizer(REGIONS), "item 5567. text me at 612 311 799") == [
+        "612 311 799"
+    ]
+    assert found(ReferenceRecognizer(), "SKU 48213.\n\naccount AC44928615.") == [
+        ("ACCOUNT_ID", "AC44928615")
+    ]
+
+
 @pytest.mark.parametrize(
     "phone",
     ["(415) 867-5309", "+1 415 867 5309", "020 7946 0958", "+44 20 7946 0958", "030 901820",
@@ -71,6 +83,11 @@ def test_cards_fail_their_checks_and_product_codes_stay():
 )  # fmt: skip
 def test_phones_in_national_and_international_formats(phone):
     assert values(PhoneNumberRecognizer(REGIONS), f"call me on {phone} please") == [phone]
+
+
+def test_a_phone_followed_by_another_number_ends_where_the_phone_does():
+    text = "Call me on (206) 534-0166 10.209.28.159."
+    assert values(PhoneNumberRecognizer(REGIONS), text) == ["(206) 534-0166"]
 
 
 def test_phone_near_misses_stay():
@@ -188,6 +205,11 @@ def test_coarse_location_keeps_city_state_and_country():
         ("Passenger: zoë müller", "zoë müller"),
         ("hey its tomás le roux pls help", "tomás le roux"),
         ("Thanks, Will!", "Will"),
+        ("My name is June A. Rivers.", "June A. Rivers"),
+        ("name is ingrid m. abernathy I set the password", "ingrid m. abernathy"),
+        ("Hi. name's james costa, order 5", "james costa"),
+        ("Sure. this is faith bell pls help", "faith bell"),
+        ("order 5 is late. hey its ondřej abernathy, thanks", "ondřej abernathy"),
     ],
 )
 def test_introduced_names_in_every_script_and_shape(text, name):
@@ -196,7 +218,12 @@ def test_introduced_names_in_every_script_and_shape(text, name):
 
 def test_cue_words_without_a_name_find_nothing():
     names = IntroducedNameRecognizer()
-    for text in ("I am looking for my order", "Hello, this is Acme support.", "thanks, see you"):
+    for text in (
+        "I am looking for my order", "Hello, this is Acme support.", "thanks, see you",
+        "it's very late. this is taking ages. i'm really sorry. it's the wrong size, please",
+        "this is so frustrating pls help. I'm not happy. its still broken.",
+        "Name is wrong on my card. Your name is on the list.",
+    ):  # fmt: skip
         assert values(names, text) == [], text
 
 

@@ -54,6 +54,18 @@ def before(text: str, start: int, chars: int = 48) -> str:
     return text[max(0, start - chars) : start].casefold()
 
 
+# Where a sentence or clause ends: a context word before it says nothing about what follows.
+CLAUSE_END = regex.compile(r"[.!?;](?:\s|$)|\n")
+
+
+def clause_before(text: str, start: int, chars: int) -> str:
+    """`before`, from the start of the clause that holds `start` ("SKU 48213. Charge it to
+    4111 ...": the card is not the product's)."""
+    window = before(text, start, chars)
+    ends = list(CLAUSE_END.finditer(window))
+    return window[ends[-1].end() :] if ends else window
+
+
 def context_words(words: list[str]) -> regex.Pattern[str]:
     """A pattern finding any of `words` as whole words (their plural too)."""
     alternatives = "|".join(sorted((regex.escape(word) for word in words), key=len, reverse=True))

@@ -5,7 +5,12 @@ not `A-<token>`), typed by the word that introduces it."""
 from __future__ import annotations
 
 import regex
-from turnwatch.collector.deid.recognizers.base import TurnwatchRecognizer, before, context_words
+from turnwatch.collector.deid.recognizers.base import (
+    TurnwatchRecognizer,
+    before,
+    clause_before,
+    context_words,
+)
 
 # The word that introduces a reference decides its type; the first matching group wins.
 REFERENCE_KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -69,7 +74,7 @@ class ReferenceRecognizer(TurnwatchRecognizer):
     def find(self, text, nlp_artifacts):
         found = []
         for match in CUED_REFERENCE.finditer(text):
-            if NOT_PERSONAL.search(before(text, match.start("cue"), 16)):
+            if NOT_PERSONAL.search(clause_before(text, match.start("cue"), 16)):
                 continue
             entity = reference_kind(match.group("cue"))
             found.append((entity, match.start("value"), match.end("value"), 0.85))

@@ -63,8 +63,9 @@ NOT_A_NAME = _none_of(NOT_A_NAME_WORDS | frozenset(TITLES.split("|")), "i")
 NOT_A_CAPITALISED_NAME = _none_of(
     NOT_A_CAPITALISED_NAME_WORDS | {title.capitalize() for title in TITLES.split("|")}, "-i"
 )
-CAPITAL_PART = rf"(?:{NOT_A_CAPITALISED_NAME}(?:{INITIAL}|{CAPITALISED}))"
-NAME_PART = rf"(?:{CAPITAL_PART}|{NOT_A_NAME}{WORD})"
+# An initial is never the article or pronoun it looks like ("June A. Rivers").
+CAPITAL_PART = rf"(?:{INITIAL}|{NOT_A_CAPITALISED_NAME}{CAPITALISED})"
+NAME_PART = rf"(?:{CAPITAL_PART}|(?:\p{{L}}\.)|{NOT_A_NAME}{WORD})"
 # One to four parts, with particles before and between them.
 NAME = (
     rf"(?:{PARTICLE}[ \t]+){{0,2}}{NAME_PART}"
@@ -101,8 +102,32 @@ STRONG = regex.compile(rf"(?i:(?<!\w)(?:{STRONG_CUES}))[ \t]*\n?[ \t]*[\"'“]?(
 WEAK = regex.compile(rf"(?i:(?<!\w)(?:{WEAK_CUES}))[ \t]+(?P<name>{CAPITAL_NAME}){AFTER_WEAK_NAME}")
 # A message opening with a greeting and an introduction: "hey its tomás le roux pls help".
 GREETED = regex.compile(
-    rf"(?im:^[ \t]*(?:hi|hey|hello)[,!]?[ \t]+(?:it'?s|its|this\s+is|i'?m|i\s+am))[ \t]+"
+    rf"(?im:(?:^|(?<=[.!?][ \t]))[ \t]*(?:hi|hey|hello)[,!]?[ \t]+(?:it'?s|its|this\s+is|i'?m|"
+    rf"i\s+am))[ \t]+"
     rf"(?P<name>{NAME}){AFTER_WEAK_NAME}"
+)
+# Opening a sentence, a weak cue takes a lower-case name of two or more words when the clause
+# ends with it or with a request ("this is faith bell pls help"); words that describe a state
+# ("it's very late.", "this is taking ages") are not names.
+NOT_A_LOWER_NAME_WORDS = frozenset(
+    words(
+        """
+        very really quite pretty rather too super so totally completely absolutely extremely
+        urgent late wrong broken damaged missing lost delayed right correct important serious
+        ridiculous annoying terrible awful bad worse worst same other only first last second
+        """
+    )
+)
+LOWER_PART = rf"(?:{_none_of(NOT_A_LOWER_NAME_WORDS, 'i')}(?!\p{{L}}+ing\b){NAME_PART})"
+LOWER_NAME = rf"{LOWER_PART}(?:[ \t]+(?:{PARTICLE}[ \t]+){{0,2}}{LOWER_PART}){{0,3}}"
+# "name is ..." opening a sentence, as users type it ("name is james costa pls help").
+NAME_IS = regex.compile(
+    rf"(?:^|(?<=[.!?,;:\n][ \t]{{0,3}}))(?i:name(?:\s+is|'s))[ \t]+(?P<name>{LOWER_NAME})"
+)
+LOWER_INTRODUCED = regex.compile(
+    rf"(?im:(?:^|(?<=[.!?][ \t]))[ \t]*(?:this\s+is|it'?s|its|i'?m|im|i\s+am))[ \t]+"
+    rf"(?P<name>{LOWER_PART}(?:[ \t]+(?:{PARTICLE}[ \t]+){{0,2}}{LOWER_PART}){{1,3}})"
+    rf"(?=[ \t]*(?:[,.!?;)\n]|$|(?i:here|speaking|calling|again|pls|plz|please|thx|thanks|ty)\b))"
 )
 TITLED = regex.compile(rf"(?i:(?<!\w)(?:{TITLES}))\.?[ \t]+(?P<name>{CAPITAL_NAME})")
 VOCATIVE = regex.compile(
@@ -130,7 +155,11 @@ class IntroducedNameRecognizer(TurnwatchRecognizer):
 
     def find(self, text, nlp_artifacts):
         found = []
-        patterns = ((STRONG, 0.8), (GREETED, 0.7), (WEAK, 0.55), (TITLED, 0.85), (VOCATIVE, 0.6))
+        patterns = (
+            *((STRONG, 0.8), (NAME_IS, 0.7), (GREETED, 0.7), (WEAK, 0.55)),
+            (LOWER_INTRODUCED, 0.55),
+            *((TITLED, 0.85), (VOCATIVE, 0.6)),
+        )
         for pattern, score in patterns:
             for match in pattern.finditer(text):
                 start, end = match.span("name")

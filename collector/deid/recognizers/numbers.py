@@ -9,7 +9,12 @@ import ipaddress
 
 import phonenumbers
 import regex
-from turnwatch.collector.deid.recognizers.base import TurnwatchRecognizer, before, context_words
+from turnwatch.collector.deid.recognizers.base import (
+    TurnwatchRecognizer,
+    before,
+    clause_before,
+    context_words,
+)
 
 # Issuer ranges (IIN prefixes, inclusive) and the lengths each issues; from the networks'
 # published ranges. Visa 13-19, Mastercard 51-55 and 2221-2720, Amex, Discover, JCB, Diners,
@@ -76,7 +81,7 @@ class CardNumberRecognizer(TurnwatchRecognizer):
             digits = "".join(ch for ch in match.group() if ch.isdigit())
             if not (luhn_valid(digits) and issued_card_number(digits)):
                 continue
-            if PRODUCT_CONTEXT.search(before(text, match.start(), 24)):
+            if PRODUCT_CONTEXT.search(clause_before(text, match.start(), 24)):
                 continue
             found.append(("CREDIT_CARD", match.start(), match.end(), 0.95))
         return found
@@ -107,22 +112,35 @@ class PhoneNumberRecognizer(TurnwatchRecognizer):
     def find(self, text, nlp_artifacts):
         found = []
         for match in PHONE_CANDIDATE.finditer(text):
-            candidate = match.group().rstrip(" .-/(")
-            if sum(ch.isdigit() for ch in candidate) < MIN_PHONE_DIGITS:
-                continue
-            if _looks_like_a_date(candidate) or IPV4.fullmatch(candidate):
-                continue
-            if PRODUCT_CONTEXT.search(before(text, match.start(), 24)):
+            if PRODUCT_CONTEXT.search(clause_before(text, match.start(), 24)):
                 continue
             cued = bool(PHONE_CONTEXT.search(before(text, match.start())))
-            if phone_region(candidate, self.regions) is not None:
-                score = 0.9 if cued else 0.7
-            elif cued and possible_phone(candidate, self.regions):
-                score = 0.6
-            else:
-                continue
-            found.append(("PHONE_NUMBER", match.start(), match.start() + len(candidate), score))
+            # The run may carry a number typed after the phone ("(206) 534-0166 10.2.3.4"):
+            # shorter runs are tried, a word at a time, until one is a phone number.
+            candidate = match.group().rstrip(" .-/(")
+            while sum(ch.isdigit() for ch in candidate) >= MIN_PHONE_DIGITS:
+                score = self._score(candidate, cued)
+                if score is not None:
+                    end = match.start() + len(candidate)
+                    found.append(("PHONE_NUMBER", match.start(), end, score))
+                    break
+                shorter = PHONE_LAST_GROUP.sub("", candidate).rstrip(" .-/(")
+                if shorter == candidate:
+                    break
+                candidate = shorter
         return found
+
+    def _score(self, candidate: str, cued: bool) -> float | None:
+        if _looks_like_a_date(candidate) or IPV4.fullmatch(candidate):
+            return None
+        if phone_region(candidate, self.regions) is not None:
+            return 0.9 if cued else 0.7
+        if cued and possible_phone(candidate, self.regions):
+            return 0.6
+        return None
+
+
+PHONE_LAST_GROUP = regex.compile(r"[ \t]+\S+$")
 
 
 DATE_SHAPE = regex.compile(r"\d{1,4}[./-]\d{1,2}[./-]\d{2,4}")
