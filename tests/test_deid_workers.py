@@ -1,4 +1,5 @@
-"""De-identification in worker processes gives what one thread gives, in order, and drains."""
+"""De-identification in worker processes gives what one thread gives, in order, drains, and
+makes the caller wait when every worker is busy."""
 
 from __future__ import annotations
 
@@ -36,6 +37,20 @@ async def test_worker_processes_give_the_single_process_results_on_the_pii_corpu
     sink = build_deidentifying_sink(config, "production", tmp_path, CollectorRegistry(), downstream)
     try:
         assert sink.workers.size == 2
+        # One session per worker in flight: the third deliver waits (back-pressure).
+        first, second, third = (
+            sessions[0].model_copy(update={"session_id": letter * 32}) for letter in "abc"
+        )
+        await sink.deliver(first)
+        await sink.deliver(second)
+        waiting = asyncio.create_task(sink.deliver(third))
+        await asyncio.sleep(0)
+        assert not waiting.done()
+        await waiting
+        await sink.flush()
+        assert len(downstream.sessions) == 3
+        downstream.sessions.clear()
+
         for session in sessions:
             await sink.deliver(session)
         await sink.flush()
@@ -48,24 +63,3 @@ async def test_worker_processes_give_the_single_process_results_on_the_pii_corpu
     order = [(s.session_id, s.revision) for s in downstream.sessions]
     for session in sessions[: len(corpus)]:
         assert order.index((session.session_id, 1)) < order.index((session.session_id, 2))
-
-
-async def test_a_full_pool_makes_deliver_wait(tmp_path):
-    config = DeidConfig(secret=SECRET, workers=2)
-    downstream = CapturingSink()
-    sink = build_deidentifying_sink(config, "production", tmp_path, CollectorRegistry(), downstream)
-    [conversation] = make_corpus(seed=12, texts=0, conversations=1).conversations
-    session = conversation_session(conversation)
-    try:
-        await sink.deliver(session.model_copy(update={"session_id": "a" * 32}))
-        await sink.deliver(session.model_copy(update={"session_id": "b" * 32}))
-        third = asyncio.create_task(
-            sink.deliver(session.model_copy(update={"session_id": "c" * 32}))
-        )
-        await asyncio.sleep(0)
-        assert not third.done()  # both workers busy: back-pressure reaches the caller
-        await third
-        await sink.flush()
-    finally:
-        sink.close()
-    assert len(downstream.sessions) == 3
