@@ -1,5 +1,5 @@
 """De-identification in worker processes gives what one thread gives, in order, drains, and
-makes the caller wait when every worker is busy."""
+makes the caller wait when two sessions per worker are in flight."""
 
 from __future__ import annotations
 
@@ -37,18 +37,18 @@ async def test_worker_processes_give_the_single_process_results_on_the_pii_corpu
     sink = build_deidentifying_sink(config, "production", tmp_path, CollectorRegistry(), downstream)
     try:
         assert sink.workers.size == 2
-        # One session per worker in flight: the third deliver waits (back-pressure).
-        first, second, third = (
-            sessions[0].model_copy(update={"session_id": letter * 32}) for letter in "abc"
+        # Two sessions per worker in flight: the fifth deliver waits (back-pressure).
+        *admitted, fifth = (
+            sessions[0].model_copy(update={"session_id": letter * 32}) for letter in "abcde"
         )
-        await sink.deliver(first)
-        await sink.deliver(second)
-        waiting = asyncio.create_task(sink.deliver(third))
+        for session in admitted:
+            await sink.deliver(session)
+        waiting = asyncio.create_task(sink.deliver(fifth))
         await asyncio.sleep(0)
         assert not waiting.done()
         await waiting
         await sink.flush()
-        assert len(downstream.sessions) == 3
+        assert len(downstream.sessions) == 5
         downstream.sessions.clear()
 
         for session in sessions:

@@ -1,10 +1,12 @@
 """The `SessionSink` that de-identifies each session before the next stage sees it.
 
 With one worker (a thread) `deliver` returns once the session is de-identified and handed on.
-With worker processes up to one session per worker is in flight: `deliver` returns once its
-session is submitted and waits only when every worker is busy, so back-pressure still reaches
-the handoff queue and, through it, the receivers (503). Sessions of one session id are handed on
-in the order they arrived; `flush` waits for everything in flight (shutdown).
+With worker processes up to two sessions per worker are in flight (a session's worker is fixed
+by its id, so with one each, two sessions of one worker would leave another idle): `deliver`
+returns once its session is submitted and waits only when that many are in flight, so
+back-pressure still reaches the handoff queue and, through it, the receivers (503). Sessions of
+one session id are handed on in the order they arrived; `flush` waits for everything in flight
+(shutdown).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ log = logging.getLogger("turnwatch.deid")
 
 # The worker checks its deadline between texts; this covers one text that overruns inside spaCy.
 DEADLINE_GRACE_SECONDS = 1.0
+IN_FLIGHT_PER_WORKER = 2
 
 
 class DeidentifyingSink:
@@ -50,7 +53,7 @@ class DeidentifyingSink:
             await self._process(session, None)
             return
         if self._slots is None:
-            self._slots = asyncio.Semaphore(self.workers.size)
+            self._slots = asyncio.Semaphore(IN_FLIGHT_PER_WORKER * self.workers.size)
         await self._slots.acquire()
         before = self._in_flight.get(session.session_id)
         task = asyncio.create_task(self._process(session, before))
