@@ -9,6 +9,7 @@ found, "(415) 732 9184" replaced too). People are handled by `people.py`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import regex
@@ -25,6 +26,9 @@ NUMBER_RUN = regex.compile(r"(?<![\w+])\+?(?=[\w\s().\-/]*\d)[\w(][\w\s().\-/]*[
 def propagate(
     findings: dict[str, Findings], canonical: Callable[[str], str]
 ) -> dict[str, Findings]:
+    # The same runs recur across a session's texts; remembered for this session only, so no
+    # value outlives it in memory.
+    canonical = functools.cache(canonical)
     words: dict[str, Finding] = {}
     numbers: dict[str, Finding] = {}
     for text, found in findings.items():
