@@ -9,6 +9,7 @@ from turnwatch.collector.deid.metrics import DeidMetrics
 from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.exporters.regressions.metrics import RegressionMetrics
 from turnwatch.exporters.score_metrics import ScoreMetrics
+from turnwatch.exporters.sessions.metrics import AgreementMetrics, SessionStoreMetrics
 from turnwatch.scorers.judge.telemetry import JudgeTelemetry
 
 from turnwatch.bus.metrics import BusMetrics
@@ -22,4 +23,6 @@ def full_registry() -> CollectorRegistry:
     JudgeTelemetry(registry)
     ScoreMetrics(registry)
     RegressionMetrics(registry)
+    SessionStoreMetrics(registry)
+    AgreementMetrics(registry)
     return registry

@@ -3,8 +3,9 @@
 `turnwatch serve` (all roles, de-identification on, the shipped contracts) with
 `scorers.judge.endpoint` pointing at a real loopback OpenAI-compatible server that turns bad one
 way at a time. For each fault a conversation with an unapproved refund goes in as real OTel SDK
-spans, and its score record must still come out: the deterministic findings intact, every judge
-metric unscored with a reason (never a 0), the failure counted by reason.
+spans, and its score record must still come out: the checks part first, then the judged part
+with the deterministic findings intact, every judge metric unscored with a reason (never a 0),
+the failure counted by reason.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from tests.test_pipeline_e2e import CONTRACTS, UNAPPROVED_REFUND
 from tests.waiting import eventually
 from turnwatch.app.serve import BackgroundService
 from turnwatch.bus.records import ExporterRecord, Output
-from turnwatch.scores import ScoreRecord
+from turnwatch.scores import Part, ScoreRecord
 
 pytestmark = pytest.mark.slow  # Presidio and the spaCy model (serve with de-identification)
 
@@ -45,13 +46,17 @@ FAULTS: dict[str, tuple[Reply, str, str]] = {
 
 
 class Scores:
-    """Exporter-side observer: every score record that left the scorer."""
+    """Exporter-side observer: the judged score records that left the scorer, and how many
+    checks parts came before them."""
 
     def __init__(self) -> None:
         self.records: list[ScoreRecord] = []
+        self.checks = 0
 
     async def __call__(self, topic: str, record: ExporterRecord) -> list[Output]:
-        if isinstance(record, ScoreRecord):
+        if isinstance(record, ScoreRecord) and record.part is Part.CHECKS:
+            self.checks += 1
+        elif isinstance(record, ScoreRecord):
             self.records.append(record)
         return []
 
@@ -97,7 +102,8 @@ def test_judge_faults_leave_metrics_unscored_and_checks_intact(judge, tmp_path):
         provider.shutdown()
         background.stop()
 
-    assert len(scores.records) == len(FAULTS)
+    assert len(scores.records) == len(FAULTS) == scores.checks
+    assert {record.part for record in scores.records} == {Part.JUDGED}
     for (fault, (_reply, reason, words)), record in zip(
         FAULTS.items(), scores.records, strict=True
     ):

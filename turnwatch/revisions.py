@@ -13,8 +13,9 @@ import hashlib
 from turnwatch.lru import LRU
 
 
-def _digest(topic: str, session_id: str, revision: int | None) -> bytes:
-    # Topics contain no NUL and a revision is digits, so the joined text names one identity.
+def _digest(topic: str, session_id: str, revision: int | str | None) -> bytes:
+    # Topics contain no NUL and a revision is digits (a score record's may name its part, as
+    # `3:judged`), so the joined text names one identity.
     return hashlib.blake2b(
         f"{topic}\x00{session_id}\x00{revision}".encode("utf-8", "surrogatepass"), digest_size=8
     ).digest()
@@ -32,13 +33,13 @@ class SeenRevisions:
     def __init__(self, max_entries: int) -> None:
         self._digests: LRU[bytes, bool] = LRU(max_entries)
 
-    def seen(self, session_id: str, revision: int | None, topic: str = "") -> bool:
+    def seen(self, session_id: str, revision: int | str | None, topic: str = "") -> bool:
         return self._digests.touch(_digest(topic, session_id, revision))
 
-    def add(self, session_id: str, revision: int | None, topic: str = "") -> None:
+    def add(self, session_id: str, revision: int | str | None, topic: str = "") -> None:
         self._digests.put(_digest(topic, session_id, revision), True)
 
-    def first_time(self, session_id: str, revision: int | None, topic: str = "") -> bool:
+    def first_time(self, session_id: str, revision: int | str | None, topic: str = "") -> bool:
         """Whether this revision is new; it is remembered either way."""
         digest = _digest(topic, session_id, revision)
         if self._digests.touch(digest):

@@ -33,7 +33,15 @@ REASONS = {
     "endpoint_error": "the judge endpoint failed",
     "bad_response": "the judge endpoint sent an unreadable response",
     "heuristic_unsupported": "the built-in heuristic judge cannot evaluate this metric",
+    "non_finite": "the judge answered a number that is not finite",
+    "deadline": "the judge endpoint answered too slowly (request deadline)",
+    "incomplete_verdict": "the judge left out verdicts it was asked for",
+    "session_deadline": "judging the session took longer than its deadline",
+    "shutdown": "the scorer stopped before the judge answered",
+    "backlog_full": "too many sessions waiting for the judge",
 }
+ANSWER_ERRORS = frozenset({"incomplete_verdict"})
+"""Unscored reasons a metric finds in answers the judge accepted (counted as judge errors)."""
 
 
 @dataclass(frozen=True, slots=True)

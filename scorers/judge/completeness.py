@@ -70,7 +70,7 @@ async def conversation_completeness(inputs: Inputs) -> Result:
     }
     if len(verdicts) < len(intentions):
         return inputs.unscored(
-            "invalid_verdict",
+            "incomplete_verdict",
             intentions=len(intentions),
             missing_verdicts=len(intentions) - len(verdicts),
         )

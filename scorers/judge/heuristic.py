@@ -160,6 +160,10 @@ def satisfaction(data: tuple[list[str], list[Any]]) -> SatisfactionVerdicts:
 class HeuristicJudge:
     name = "heuristic"
     model = None
+    remote = False
+
+    def unanswered_seconds(self) -> float:
+        return 0.0  # answers at once, on the caller's loop
 
     async def ask(self, task: Task[T], usage: Usage | None = None) -> Answer[T] | Unjudged:
         if task.heuristic is None:

@@ -93,7 +93,7 @@ async def turn_relevancy(inputs: Inputs) -> Result:
                 verdicts[verdict.window] = verdict.verdict
     missing = [number for number in chosen if number not in verdicts]
     if missing:
-        return inputs.unscored("invalid_verdict", missing_windows=len(missing), **meta)
+        return inputs.unscored("incomplete_verdict", missing_windows=len(missing), **meta)
     irrelevant = [units[n].assistant[-1].index for n in chosen if verdicts[n] == "no"]
     relevant = len(chosen) - len(irrelevant)
     explanation = f"{relevant} of {len(chosen)} windows relevant (k={k}, stride={stride})"

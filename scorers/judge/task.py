@@ -65,9 +65,15 @@ class Usage:
 
 class Judge(Protocol):
     name: str
+    remote: bool
+    """It calls out (an endpoint): the scorer publishes the checks without waiting for it."""
 
     async def ask(self, task: Task[T], usage: Usage | None = None) -> Answer[T] | Unjudged: ...
 
     def input_budget(self, task_overhead_chars: int) -> int:
         """Characters of input that fit one call beside the prompt and the answer."""
+        ...
+
+    def unanswered_seconds(self) -> float:
+        """How long calls have waited on a judge that answers none (see `watch.EndpointWatch`)."""
         ...

@@ -4,8 +4,10 @@ publish(topic, key, record) returns once the record is safe: acknowledged by the
 in-sync replicas), in the embedded queue, or in the on-disk spool. consume(topics, group, handler)
 hands each record to the handler, publishes what the handler returns, and only then acknowledges
 the record (commits its offset), so a crash between the two means redelivery, never loss.
-Redeliveries are dropped by (topic, key, revision) within one process; across processes (a
-partition moving to another scorer) the next stage drops them the same way.
+Redeliveries are dropped by (topic, key, revision) per consumer group within one process (two
+groups reading one topic each see every record); across processes (a partition moving to another
+scorer) the next stage drops them the same way. `subscribe` declares a group before anything is
+published: the embedded bus gives each group its own queue; Kafka's groups need nothing.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class Bus(Protocol):
     metrics: BusMetrics
 
     async def start(self) -> None: ...
+    def subscribe(self, topics: Sequence[str], group: str) -> None: ...
     async def publish(self, topic: str, key: str, record: Record) -> None: ...
     async def consume(
         self, topics: Sequence[str], group: str, handler: Handler, stop: asyncio.Event

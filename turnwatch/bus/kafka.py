@@ -65,7 +65,7 @@ class KafkaBus:
         self._up_event = asyncio.Event()
         self._spool_changed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        self._dedupe = SeenRevisions(config.dedupe_entries)
+        self._dedupe: dict[str, SeenRevisions] = {}
         self.spool: DiskSpool | None = None
         if config.spool.enabled and spool_dir is not None:
             self.spool = DiskSpool(
@@ -75,6 +75,9 @@ class KafkaBus:
         self._update_spool_gauges()
 
     # --- lifecycle -------------------------------------------------------------------------
+
+    def subscribe(self, topics: Sequence[str], group: str) -> None:
+        """Nothing to do: a Kafka consumer group reads every record of its topics by itself."""
 
     async def start(self) -> None:
         await self._probe()
@@ -297,7 +300,8 @@ class KafkaBus:
                     await asyncio.wait_for(stop.wait(), self.kafka.probe_interval_seconds)
                 if stop.is_set():
                     return
-        processor = RecordProcessor(self, handler, self.config.max_record_bytes, self._dedupe)
+        dedupe = self._dedupe.setdefault(group, SeenRevisions(self.config.dedupe_entries))
+        processor = RecordProcessor(self, handler, self.config.max_record_bytes, dedupe)
         worker = ConsumerWorker(self, list(topics), group, processor, asyncio.get_running_loop())
         thread_stop = threading.Event()
         waiter = asyncio.create_task(stop.wait())

@@ -98,7 +98,11 @@ def encode(record: Record, max_bytes: int) -> bytes:
     return value
 
 
-def revision_of(record: Record) -> int | None:
+def revision_of(record: Record) -> int | str | None:
+    """What tells two records of one key apart when deduplicating: the revision, and for a score
+    record that comes in two parts (checks, then judged), the part as well."""
+    if isinstance(record, ScoreRecord):
+        return record.delivery()
     value = getattr(record, "revision", None)
     return value if isinstance(value, int) else None
 

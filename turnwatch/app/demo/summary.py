@@ -1,8 +1,8 @@
 """The demo's closing report: what turnwatch found in each conversation, and where to look next.
 
 Built from the score records the observer saw and from the regression store on disk. It names
-checks, slices, counts and metric means only: never message text, finding explanations or ids,
-so the report is as safe to paste as the metrics are.
+checks, slices, counts, metric means and the (pseudonymous) session ids to open in the web view
+or with `turnwatch sessions show`: never message text or finding explanations.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ class ConversationResult:
     script: Script
     score: ScoreRecord | None
     incident: bool
+    session_id: str
 
     def findings(self) -> list[Finding]:
         if self.score is None:
@@ -129,6 +130,7 @@ def _conversations(report: DemoReport) -> list[str]:
                 ",".join(result.slices()) or "-",
                 "yes" if result.incident else "-",
                 verdict,
+                result.session_id,
             )
         )
     headers = (
@@ -140,6 +142,7 @@ def _conversations(report: DemoReport) -> list[str]:
         "tagged",
         "incident",
         "result",
+        "session",
     )
     return _table(headers, rows)
 
@@ -264,10 +267,26 @@ def _expectations(results: list[ConversationResult]) -> list[str]:
     ]
 
 
+def failed_session(report: DemoReport) -> str | None:
+    """The session to open first: one with a critical failure, else a failed joint success."""
+    for wanted in (lambda r: bool(r.critical_checks()), lambda r: r.joint_success() is False):
+        found = [result for result in report.results if wanted(result)]
+        if found:
+            return found[0].session_id
+    return None
+
+
 def _where_to_look(report: DemoReport) -> list[str]:
     live = "" if report.serving else "   (live with --keep-serving)"
+    first = failed_session(report)
+    opened = [f"  failed session {report.ops_url}/ui/sessions/{first}" + live] if first else []
     return [
         "WHERE TO LOOK",
+        f"  web view       {report.ops_url}/ui/" + live,
+        "                 (failed sessions first: click one for its transcript and findings)",
+        *opened,
+        f"  sessions       turnwatch sessions --data-dir {report.data_dir} list",
+        f"  one session    turnwatch sessions --data-dir {report.data_dir} show <session>",
         f"  metrics        {report.ops_url}/metrics" + live,
         f"  incidents API  {report.ops_url}/api/incidents" + live,
         f"  incident files {_cases_dir(report)}/",
