@@ -26,13 +26,15 @@ from turnwatch.app.serve import Compose
 from turnwatch.bus.plugins import RecordHandler, SessionProcessor
 from turnwatch.schema import Session
 
+TEST_ID_KEY = b"test-session-id-key-0123456789ab"
+
 
 class AssembledAtOnce:
     """The pipeline's next stage in collector unit tests: each sampled session is assembled as it
     closes, on the caller's thread, and kept (no queue, no event loop)."""
 
     def __init__(self, config: CollectorConfig, metrics: CollectorMetrics) -> None:
-        self.build = SessionBuilder(config.service_fallback, metrics)
+        self.build = SessionBuilder(config.service_fallback, metrics, TEST_ID_KEY)
         self.pending: list[PendingSession] = []
         self.sessions: list[Session] = []
 
