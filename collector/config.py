@@ -7,10 +7,12 @@ sampling, handoff, decoders and routing (`otlp:`, `conversation_key:`, `sessions
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 
+from turnwatch.secret_files import token_from
 from turnwatch.section import Section
 from turnwatch.serving import ConnectionLimits
 
@@ -33,6 +35,9 @@ class OtlpConfig(ConnectionLimits):
     )
     auth_token: SecretStr | None = Field(
         default=None, description="When set, requests need `Authorization: Bearer <token>`."
+    )
+    auth_token_file: Path | None = Field(
+        default=None, description="File holding `auth_token` (a mounted secret)."
     )
     retry_after_seconds: int = Field(
         default=2, ge=1, le=5, description="Retry-After sent with 429/503 (clients give up >10 s)."
@@ -76,6 +81,11 @@ class OtlpConfig(ConnectionLimits):
     grpc_keepalive_timeout_seconds: float = Field(
         default=20.0, gt=0, description="A connection whose ping is not answered in this is closed."
     )
+
+    @model_validator(mode="after")
+    def _token_file(self) -> OtlpConfig:
+        self.auth_token = token_from(self.auth_token, self.auth_token_file, "auth_token")
+        return self
 
 
 class ConversationKeyConfig(Section):

@@ -31,6 +31,7 @@ from turnwatch.collector.observations import RoutedObservation
 from turnwatch.collector.records import Context, LogView, Observation, SpanView
 from turnwatch.collector.router import ObservationRouter
 from turnwatch.collector.sampler import Sampler, SamplingSignals
+from turnwatch.collector.session_keys import session_id_of_key
 from turnwatch.collector.sessionizer import TRACE_KEY_SOURCE, ClosedSession, Sessionizer
 
 from turnwatch.bus.ledger import OffsetLedger, Position
@@ -99,11 +100,14 @@ class LoggingSink:
 
 
 class SessionBuilder:
-    """Assembles a closed, sampled session into its wire record (off the request path)."""
+    """Assembles a closed, sampled session into its wire record (off the request path).
 
-    def __init__(self, service_fallback: str, metrics: CollectorMetrics) -> None:
+    `id_key` keys the session id (`session_id_of_key`): the deployment's session-id key."""
+
+    def __init__(self, service_fallback: str, metrics: CollectorMetrics, id_key: bytes) -> None:
         self.service_fallback = service_fallback
         self.metrics = metrics
+        self.id_key = id_key
 
     def __call__(self, pending: PendingSession) -> Session:
         # CPU time of this thread: what assembling cost, not how long other work made it wait.
@@ -123,7 +127,7 @@ class SessionBuilder:
         # still validated, and consumers of the wire record still forbid unknown keys.
         session = Session.model_validate(
             dict(
-                session_id=state.session_id,
+                session_id=session_id_of_key(state.key, self.id_key),
                 revision=state.revision,
                 conversation_key=state.conversation_key,
                 key_source=state.key_source,

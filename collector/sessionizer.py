@@ -29,7 +29,7 @@ from typing import Any
 from turnwatch.collector.config import SessionConfig
 from turnwatch.collector.records import Context, Observation, ObservationKind
 from turnwatch.collector.revision_clock import RevisionClock
-from turnwatch.collector.session_keys import conversation_of_key, scoped_key, session_id_of_key
+from turnwatch.collector.session_keys import conversation_of_key, scoped_key
 
 from turnwatch.lru import LRU
 from turnwatch.schema import CloseReason
@@ -87,10 +87,6 @@ class OpenSession:
     head_emitted: bool = False
     held: list[Any] = field(default_factory=list)
     """Where each observation came from on the bus (sessionizer role); empty otherwise."""
-
-    @property
-    def session_id(self) -> str:
-        return session_id_of_key(self.key)
 
     @property
     def conversation_key(self) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pydantic import Field, SecretStr
+from turnwatch.exporters.gate.canary import CanaryConfig
 
 from turnwatch.drift import DriftConfig
 from turnwatch.section import Section
@@ -58,3 +59,4 @@ class ExporterConfig(Section):
     )
     drift: DriftConfig = Field(default_factory=DriftConfig)
     evaluation_events: EvaluationEventsConfig = Field(default_factory=EvaluationEventsConfig)
+    canary: CanaryConfig = Field(default_factory=CanaryConfig)

@@ -32,7 +32,7 @@ class Harness:
     def __init__(self, next_stage: CapturingSink, queue_size: int = 10, **build_faults) -> None:
         self.registry = CollectorRegistry()
         metrics = CollectorMetrics(self.registry)
-        builder = SessionBuilder(SETTINGS.collector.service_fallback, metrics)
+        builder = SessionBuilder(SETTINGS.collector.service_fallback, metrics, b"k" * 32)
         self.handoff = Handoff(
             HandoffConfig(queue_size=queue_size, high_watermark=0.5),
             metrics,
@@ -62,7 +62,7 @@ class FailingBuild:
         self.fail_on = fail_on
 
     def __call__(self, pending: PendingSession) -> Session:
-        if pending.closed.state.session_id in self.fail_on:
+        if pending.closed.state.key in self.fail_on:
             raise ValueError("assembler bug")
         return self.builder(pending)
 
@@ -73,7 +73,7 @@ class RefusingSink(CapturingSink):
         self.refuse = refuse
 
     async def deliver(self, session: Session) -> None:
-        if session.session_id == self.refuse:
+        if session.conversation_key == self.refuse:
             raise RuntimeError("next stage down")
         await super().deliver(session)
 
@@ -85,7 +85,7 @@ async def test_sessions_are_delivered_in_order_and_counted():
     for item in pending:
         harness.handoff.offer(item)
     await harness.run_until_drained()
-    assert [s.session_id for s in sink.sessions] == [p.closed.state.session_id for p in pending]
+    assert [s.conversation_key for s in sink.sessions] == [p.closed.state.key for p in pending]
     assert harness.delivered() == 3
 
 
@@ -101,17 +101,17 @@ async def test_a_full_queue_drops_the_newest_and_overload_starts_at_the_watermar
         harness.handoff.offer(item)
     assert harness.dropped("queue_full") == 1
     await harness.run_until_drained()
-    assert [s.session_id for s in sink.sessions] == [p.closed.state.session_id for p in pending[:4]]
+    assert [s.conversation_key for s in sink.sessions] == [p.closed.state.key for p in pending[:4]]
 
 
 async def test_an_assembly_or_delivery_failure_costs_that_session_only():
     first, second, third = closed_sessions(3)
-    sink = RefusingSink(refuse=third.closed.state.session_id)
-    harness = Harness(sink, fail_on=frozenset({first.closed.state.session_id}))
+    sink = RefusingSink(refuse=third.closed.state.key)
+    harness = Harness(sink, fail_on=frozenset({first.closed.state.key}))
     for item in (first, second, third):
         harness.handoff.offer(item)
     await harness.run_until_drained()
-    assert [s.session_id for s in sink.sessions] == [second.closed.state.session_id]
+    assert [s.conversation_key for s in sink.sessions] == [second.closed.state.key]
     assert harness.dropped("assembly_error") == 1
     assert harness.dropped("sink_error") == 1
     assert harness.delivered() == 1

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from cryptography.fernet import Fernet
 
+from turnwatch.private import private_directory
 from turnwatch.schema import Session
 
 
@@ -28,7 +29,7 @@ class QuarantineStore:
         self.directory = directory
         self.max_files = max_files
         self._fernet = Fernet(quarantine_key(secret))
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_directory(directory)
         self._count = sum(1 for _ in directory.glob("*.session"))
 
     def keep(self, session: Session, reason: str) -> bool:

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from turnwatch.collector.deid.config import DeidConfig
 from turnwatch.collector.deid.pseudonym import Pseudonymizer
+from turnwatch.collector.deid.secret import session_id_key
+from turnwatch.collector.session_keys import session_id_for
 
 from tests.clients.conftest import DEID_SECRET, Client
 from tests.clients.environments import HERE, NODE_BIN, node_project, python_environment
@@ -27,7 +30,8 @@ from turnwatch.schema import Role, Session
 
 pytestmark = pytest.mark.slow  # installs libraries, runs client processes, loads Presidio
 
-PSEUDONYMS = Pseudonymizer(DEID_SECRET.encode())
+PSEUDONYMS = Pseudonymizer(DEID_SECRET.encode(), DeidConfig().phone_regions)
+ID_KEY = session_id_key(DEID_SECRET.encode())
 SCRIPTS = HERE / "scripts"
 
 
@@ -41,8 +45,9 @@ def assert_rebuilt(settings: Settings, sessions: list[Session]) -> None:
         (s.conversation_key, s.key_source, len(s.turns)) for s in sessions
     ]
     for conversation in CONVERSATIONS:
-        key = PSEUDONYMS.token("CONVERSATION_KEY", conversation_id(settings.run, conversation))
-        session = by_key[key]
+        named = conversation_id(settings.run, conversation)
+        session = by_key[PSEUDONYMS.token("CONVERSATION_KEY", named)]
+        assert session.session_id == session_id_for(settings.service, named, ID_KEY)
         assert session.user_id == PSEUDONYMS.token("USER_ID", user_id(conversation))
         expected = []
         for exchange in conversation.exchanges:
@@ -54,7 +59,8 @@ def assert_rebuilt(settings: Settings, sessions: list[Session]) -> None:
         assert shape == expected
         [exchange] = [e for e in conversation.exchanges if e.tool_label is not None]
         [call] = [c for t in session.turns for c in t.tool_calls]
-        assert call.id == call_id(exchange.user)
+        # De-identification keys tool-call ids like trace ids: the same call, an opaque id.
+        assert call.id == PSEUDONYMS.keyed_id(call_id(exchange.user))
         assert call.arguments == {"label": exchange.tool_label}
         assert call.result == tool_result(exchange.tool_label)
         assert not session.incomplete, session.incomplete_reasons

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from turnwatch import __version__, collector
 from turnwatch.app.calibrate import add_calibrate_parser, run_calibrate
 from turnwatch.app.demo.cli import add_demo_parser, run_demo
+from turnwatch.app.gate import add_gate_parser, run_gate
 from turnwatch.app.regressions import add_regressions_parser, run_regressions
 from turnwatch.app.sessions import add_sessions_parser, run_sessions
 from turnwatch.app.settings import ConfigError, Settings, load_settings
@@ -50,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     add_sessions_parser(commands)
     add_calibrate_parser(commands)
     add_demo_parser(commands)
+    add_gate_parser(commands)
     serve = commands.add_parser("serve", help="run turnwatch (all roles in one process)")
     serve.add_argument("--config", type=Path, help="YAML configuration file")
     serve.add_argument(
@@ -142,6 +144,7 @@ def _announcer(settings: Settings, role: str) -> Callable[[Service], None]:
 
 def _serve_until_signalled(settings: Settings, role: Role) -> int:
     """Run `serve` until SIGINT or SIGTERM; a start-up failure is a message, not a traceback."""
+    from turnwatch.app.exposure import ExposureError
     from turnwatch.app.serve import serve
     from turnwatch.bus.plugins import PluginError
     from turnwatch.bus.spool import SpoolLocked
@@ -155,12 +158,15 @@ def _serve_until_signalled(settings: Settings, role: Role) -> int:
             loop.add_signal_handler(signum, stop.set)
         await serve(settings, stop, on_started=_announcer(settings, role), role=role)
 
+    # Whatever a stage writes (spool, write-ahead log, quarantine, cases) is created owner-only,
+    # even by code that does not ask for a mode.
+    os.umask(0o077)
     try:
         asyncio.run(main())
     except SpoolLocked as exc:
         print(f"turnwatch: cannot start: spool {exc} is used by another process", file=sys.stderr)
         return 2
-    except (SecretError, ModelMissingError, PluginError, ContractError) as exc:
+    except (SecretError, ModelMissingError, PluginError, ContractError, ExposureError) as exc:
         print(f"turnwatch: cannot start: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
@@ -181,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_calibrate(args)
     if args.command == "demo":
         return run_demo(args)
+    if args.command == "gate":
+        return run_gate(args)
     return 2
 
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from turnwatch.private import private_directory, private_opener
+
 log = logging.getLogger("turnwatch.bus.spool")
 
 _FRAME = struct.Struct(">II")  # body length, crc32 of body
@@ -109,8 +111,9 @@ class DiskSpool:
         self.max_bytes = max_bytes
         self.segment_bytes = segment_bytes
         self.max_records = max_records
-        directory.mkdir(parents=True, exist_ok=True)
-        self._lock = open(directory / "lock", "a+b")  # noqa: SIM115 - held for the spool's life
+        private_directory(directory)
+        lock = directory / "lock"
+        self._lock = open(lock, "a+b", opener=private_opener)  # noqa: SIM115 - held for its life
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -132,7 +135,7 @@ class DiskSpool:
     def _open_writer(self, number: int) -> io.FileIO:
         # Unbuffered: a failed write must not leave bytes in a buffer that a later write would
         # flush into the middle of the next frame.
-        return open(self._path(number), "ab", buffering=0)
+        return open(self._path(number), "ab", buffering=0, opener=private_opener)
 
     def _path(self, number: int) -> Path:
         return self.directory / f"{number:012d}.seg"
@@ -258,7 +261,8 @@ class DiskSpool:
     def _save_cursor(self) -> None:
         temporary = self.directory / "cursor.tmp"
         try:
-            temporary.write_text(f"{self._read_segment} {self._read_offset}")
+            with open(temporary, "w", opener=private_opener) as handle:
+                handle.write(f"{self._read_segment} {self._read_offset}")
             os.replace(temporary, self.directory / "cursor")
         except OSError as exc:
             # The record is acknowledged in memory; a stale cursor only means redelivery after a
