@@ -41,8 +41,10 @@ class TraceLink:
 
 # `Observation.content` is typed with the decoders' deferred-content class; what is sealed has
 # it parsed (None), so pydantic only needs to accept the type, never to encode one.
-OBSERVATIONS = TypeAdapter(list[RoutedObservation], config=ConfigDict(arbitrary_types_allowed=True))
-LINKS = TypeAdapter(list[TraceLink])
+OBSERVATIONS: TypeAdapter[list[RoutedObservation]] = TypeAdapter(
+    list[RoutedObservation], config=ConfigDict(arbitrary_types_allowed=True)
+)
+LINKS: TypeAdapter[list[TraceLink]] = TypeAdapter(list[TraceLink])
 
 
 class BadObservations(Exception):
