@@ -25,7 +25,6 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
-from turnwatch.collector import COMPILED
 from turnwatch.collector.deid.secret import session_id_key
 from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.otlp_common import DecodeLimits
@@ -49,13 +48,6 @@ from turnwatch.app.sessionizer_role import SessionizerRole
 from turnwatch.app.settings import Settings
 from turnwatch.bus.records import OBSERVATIONS, SESSIONS, ObservationRecord
 from turnwatch.schema import Session
-
-# Known bug: with the collector compiled (mypyc), pydantic cannot rebuild the compiled record
-# dataclasses from a sealed observation, so the distributed layout works only in a pure-Python
-# install (TURNWATCH_COMPILE=0) for now. strict: the mark fails once the bug is fixed.
-COMPILED_CODEC_BUG = pytest.mark.xfail(
-    COMPILED, reason="observation codec fails on compiled records", strict=True
-)
 
 pytestmark = pytest.mark.slow  # a broker, five services and Presidio three times
 
@@ -259,7 +251,6 @@ def findings(scorer: Scorer, session: Session) -> dict:
     return record.model_dump(mode="json", exclude={"scored_at", "revision"})
 
 
-@COMPILED_CODEC_BUG
 def test_collectors_route_sessionizers_build_the_same_sessions_as_one_process(bootstrap, tmp_path):
     spans = Spans(CONVERSATIONS)
     first, late = spans.conversations(), spans.late_turns()
@@ -336,7 +327,6 @@ def assembled_locally(requests: list[bytes]) -> dict[str, int]:
     return {session.session_id: len(session.turns) for session in built.sessions}
 
 
-@COMPILED_CODEC_BUG
 def test_a_member_that_leaves_hands_its_open_conversations_over_by_replay(tmp_path):
     broker = TansuBroker()
     broker.start()

@@ -5,20 +5,37 @@ tests/test_distributed.py."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import orjson
 import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from prometheus_client import CollectorRegistry
-from turnwatch.collector import COMPILED
 from turnwatch.collector.config import CollectorConfig
 from turnwatch.collector.deid.secret import SecretError
 from turnwatch.collector.intake import ObservationIntake
 from turnwatch.collector.metrics import CollectorMetrics
-from turnwatch.collector.observations import BadObservations, ObservationCodec
+from turnwatch.collector.observations import (
+    BadObservations,
+    ObservationCodec,
+    RoutedObservation,
+    WireContext,
+    WireMessage,
+    WireObservation,
+    WireToolCall,
+    WireToolExecution,
+)
 from turnwatch.collector.otlp_common import DecodeLimits
 from turnwatch.collector.otlp_proto import trace_request_to_views
 from turnwatch.collector.pipeline import CollectorPipeline
+from turnwatch.collector.records import (
+    Context,
+    Message,
+    Observation,
+    ObservationKind,
+    ToolCallPart,
+    ToolExecution,
+)
 from turnwatch.collector.router import RECORD_CONTENT_BYTES, ObservationRouter
 from turnwatch.collector.sealing import Sealer, Unsealable
 
@@ -33,13 +50,6 @@ from turnwatch.bus.embedded import EmbeddedBus
 from turnwatch.bus.ledger import OffsetLedger, Position
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.records import OBSERVATIONS, ObservationRecord
-
-# Known bug: with the collector compiled (mypyc), pydantic cannot rebuild the compiled record
-# dataclasses from a sealed observation, so the distributed layout works only in a pure-Python
-# install (TURNWATCH_COMPILE=0) for now. strict: the mark fails once the bug is fixed.
-COMPILED_CODEC_BUG = pytest.mark.xfail(
-    COMPILED, reason="observation codec fails on compiled records", strict=True
-)
 
 SECRET = b"unit-test-deployment-secret-0123"
 CODEC = ObservationCodec(Sealer(SECRET))
@@ -89,7 +99,6 @@ class Routing:
         return records
 
 
-@COMPILED_CODEC_BUG
 def test_a_keyless_span_is_routed_by_trace_until_its_trace_is_mapped_then_with_the_conversation():
     routing = Routing()
     routing.pipeline.accept_spans(spans(tool_span("conv-a", "c1"), chat_span("conv-a")))
@@ -202,7 +211,6 @@ class Member:
             self.ledger.end()
 
 
-@COMPILED_CODEC_BUG
 def test_spans_waiting_on_their_trace_are_forwarded_at_the_link_into_their_conversation():
     routing = Routing()
     routing.pipeline.accept_spans(spans(tool_span("conv-a", "call_0")))
@@ -234,7 +242,6 @@ def test_spans_waiting_on_their_trace_are_forwarded_at_the_link_into_their_conve
     assert member.ledger.committable(OBSERVATIONS, 1, 22) == 22
 
 
-@COMPILED_CODEC_BUG
 def test_a_trace_that_never_gets_a_link_becomes_a_session_of_its_own():
     routing = Routing()
     routing.pipeline.accept_spans(spans(tool_span("conv-a", "call_0")))
@@ -249,6 +256,69 @@ def test_a_trace_that_never_gets_a_link_becomes_a_session_of_its_own():
     assert session.key_source == "trace_id" and member.ledger.committable(OBSERVATIONS, 0, 4) == 3
 
 
+@pytest.mark.parametrize(
+    ("record", "wire", "not_sealed"),
+    [
+        (Context, WireContext, set()),
+        (Message, WireMessage, set()),
+        (ToolCallPart, WireToolCall, set()),
+        (ToolExecution, WireToolExecution, set()),
+        (Observation, WireObservation, {"content", "resends"}),
+    ],
+)
+def test_the_wire_form_carries_every_field_of_its_record(record, wire, not_sealed):
+    fields = [field.name for field in dataclasses.fields(record) if field.name not in not_sealed]
+    assert fields == list(wire.model_fields)
+
+
+def test_an_observation_comes_back_from_the_wire_as_it_was_sealed():
+    call = ToolCallPart("call-1", "lookup_order", {"order_id": "4411"})
+    observation = Observation(
+        ObservationKind.LLM_CALL,
+        "genai",
+        "trace-1",
+        "span-1",
+        1_000,
+        2_000,
+        inputs=[
+            Message("user", "where is my order?"),
+            Message(
+                "tool", tool_call_id="call-1", tool_response={"status": "packed"}, truncated=True
+            ),
+        ],
+        outputs=[Message("assistant", tool_calls=[call], finish_reason="tool_calls")],
+        system_instructions=["be brief"],
+        tool=ToolExecution("call-1", "lookup_order", {"order_id": "4411"}, "packed", None),
+        provider="openai",
+        model="gpt-test",
+        input_tokens=12,
+        incomplete_reasons=["truncated"],
+        size_bytes=640,
+    )
+    context = Context(
+        "shop",
+        "conv-a",
+        "gen_ai.conversation.id",
+        "user-9",
+        True,
+        False,
+        None,
+        "2.1",
+        "helper",
+        None,
+        "scope",
+        3,
+    )
+    sealed = CODEC.seal_observations(
+        "conversation", [RoutedObservation("trace-1", 5, context, observation)]
+    )
+    [opened] = CODEC.open_observations(sealed)
+    assert dataclasses.asdict(opened.context) == dataclasses.asdict(context)
+    assert dataclasses.asdict(opened.observation) == dataclasses.asdict(observation)
+    assert opened.observation.kind is ObservationKind.LLM_CALL
+    assert isinstance(opened.observation.outputs[0].tool_calls[0], ToolCallPart)
+
+
 def test_records_of_another_deployment_or_malformed_ones_are_refused_with_a_reason():
     foreign = ObservationCodec(Sealer(b"another-deployment-0123456789")).seal_links([])
     malformed = CODEC._seal("conversation", orjson.dumps([{"trace_id": 3}]))
@@ -261,7 +331,6 @@ def test_records_of_another_deployment_or_malformed_ones_are_refused_with_a_reas
     assert member.ledger.held() == 0
 
 
-@COMPILED_CODEC_BUG
 def test_partitions_that_move_away_take_their_buffered_sessions_with_them():
     routing = Routing()
     routing.pipeline.accept_spans(spans(chat_span("conv-a")))
@@ -310,7 +379,6 @@ def test_the_cli_says_what_the_distributed_roles_miss(tmp_path, capsys, monkeypa
     assert "needs deid.secret or deid.secret_file" in capsys.readouterr().err
 
 
-@COMPILED_CODEC_BUG
 def test_a_request_with_more_content_than_a_record_holds_is_split_in_order():
     routing = Routing()
     text = "x" * (RECORD_CONTENT_BYTES // 3)
