@@ -19,7 +19,8 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from turnwatch.collector.otlp_common import Undecodable
 from turnwatch.collector.otlp_proto import decode_logs, decode_traces
-from turnwatch.collector.receiver import Receiver
+from turnwatch.collector.receiver import IngestOutcome, NotAccepted, Receiver
+from turnwatch.collector.wal.requests import RequestBody
 
 TRANSPORT = "grpc"
 
@@ -32,6 +33,17 @@ async def _admit(receiver: Receiver, context: grpc.aio.ServicerContext, signal: 
     if receiver.overloaded():
         receiver.reject_request(TRANSPORT, signal, "overloaded")
         await context.abort(grpc.StatusCode.UNAVAILABLE, "pipeline saturated; retry later")
+
+
+async def _ingest(
+    receiver: Receiver, context: grpc.aio.ServicerContext, body: RequestBody, result
+) -> IngestOutcome:
+    try:
+        return await receiver.ingest(TRANSPORT, body, result)
+    except NotAccepted as exc:
+        receiver.reject_request(TRANSPORT, body.signal, exc.reason)
+        await context.abort(grpc.StatusCode.UNAVAILABLE, "cannot store it; retry later")
+        raise  # unreachable: abort raises
 
 
 async def _invalid(receiver: Receiver, context: grpc.aio.ServicerContext, signal: str) -> None:
@@ -52,7 +64,8 @@ class TraceService:
         except Undecodable:
             await _invalid(self.receiver, context, "traces")
             raise  # unreachable: abort raises
-        outcome = self.receiver.ingest_spans(TRANSPORT, views)
+        body = RequestBody("traces", False, request)
+        outcome = await _ingest(self.receiver, context, body, views)
         response = trace_service_pb2.ExportTraceServiceResponse()
         if outcome.rejected:
             response.partial_success.rejected_spans = outcome.rejected
@@ -73,7 +86,8 @@ class LogsService:
         except Undecodable:
             await _invalid(self.receiver, context, "logs")
             raise  # unreachable: abort raises
-        outcome = self.receiver.ingest_logs(TRANSPORT, views)
+        body = RequestBody("logs", False, request)
+        outcome = await _ingest(self.receiver, context, body, views)
         response = logs_service_pb2.ExportLogsServiceResponse()
         if outcome.rejected:
             response.partial_success.rejected_log_records = outcome.rejected

@@ -28,7 +28,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from turnwatch.collector import otlp_json, otlp_proto
 from turnwatch.collector.body import BodyTooLarge, UnsupportedEncoding, decompress
 from turnwatch.collector.otlp_common import DecodeLimits, DecodeResult, Undecodable
-from turnwatch.collector.receiver import IngestOutcome, Receiver
+from turnwatch.collector.receiver import IngestOutcome, NotAccepted, Receiver
+from turnwatch.collector.wal.requests import RequestBody
 
 log = logging.getLogger("turnwatch.collector.http")
 
@@ -163,10 +164,12 @@ def create_otlp_app(receiver: Receiver) -> FastAPI:
             except (RecursionError, UnicodeDecodeError, ValueError, TypeError) as exc:
                 log.warning("decoder failed on request", extra={"error": type(exc).__name__})
                 raise _Refusal(400, "undecodable", "body could not be decoded") from None
-            if signal == "traces":
-                outcome = receiver.ingest_spans(TRANSPORT, result)
-            else:
-                outcome = receiver.ingest_logs(TRANSPORT, result)
+            try:
+                request_body = RequestBody(signal, media_type == JSON, body)
+                outcome = await receiver.ingest(TRANSPORT, request_body, result)
+            except NotAccepted as exc:
+                message = "cannot store it; retry later"
+                raise _Refusal(503, exc.reason, message, retry_after) from None
             return _success_response(answer_type, signal, outcome)
         except _Refusal as refusal:
             receiver.reject_request(TRANSPORT, signal, refusal.reason)

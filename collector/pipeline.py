@@ -5,6 +5,10 @@ sessions are sampled before anything expensive happens (only sampled sessions ar
 later, de-identified), then offered to the next stage, which must not block the request path:
 in `turnwatch serve` that is the handoff queue (handoff.py); a test that wants the sessions at
 once composes a stage that assembles and keeps them.
+
+With the write-ahead log on (`wal`), each accepted request's frame number reaches the sessionizer
+with its items, each closing session becomes a `Claim` on the log that travels with it, and the
+idle sweep also trims the log (wal/durability.py).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.records import Context, LogView, Observation, SpanView
 from turnwatch.collector.sampler import Sampler, SamplingSignals
 from turnwatch.collector.sessionizer import ClosedSession, Sessionizer
+from turnwatch.collector.wal.durability import Claim, Durability
 
 from turnwatch.schema import CloseReason, SamplingDecision, Session
 
@@ -39,6 +44,8 @@ class PendingSession:
 
     closed: ClosedSession
     decision: SamplingDecision
+    claim: Claim | None = None
+    """Its hold on the write-ahead log; released once the next stage is done with it."""
 
 
 class PendingStage(Protocol):
@@ -142,10 +149,12 @@ class CollectorPipeline:
         metrics: CollectorMetrics,
         next_stage: PendingStage,
         clock: Callable[[], float] = time.monotonic,
+        wal: Durability | None = None,
     ) -> None:
         self.config = config
         self.metrics = metrics
         self.next_stage = next_stage
+        self.wal = wal
         markers = config.decoders.redaction_markers
         self.span_decoders = build_span_decoders(config.decoders.dialects, markers)
         self.log_decoders = build_log_decoders(config.decoders.dialects, markers)
@@ -166,12 +175,16 @@ class CollectorPipeline:
     def overloaded(self) -> bool:
         return self.next_stage.overloaded()
 
-    def accept_spans(self, spans: list[SpanView]) -> int:
-        """Buffer decoded spans; return how many a dialect decoder failed on (rejected)."""
+    def accept_spans(self, spans: list[SpanView], source: int = 0) -> int:
+        """Buffer decoded spans (from write-ahead log frame `source`, if any); return how many a
+        dialect decoder failed on (rejected)."""
         failed = 0
         read_context = self.reader.read
         decoders = self.span_decoders
-        for span in spans:
+        sessionizer = self.sessionizer
+        sessionizer.source = source
+        for index, span in enumerate(spans):
+            sessionizer.source_index = index
             context = read_context(
                 span.attributes,
                 span.resource,
@@ -190,13 +203,18 @@ class CollectorPipeline:
             if observation is None and not (context.is_error or self.reader.has_identity(context)):
                 continue
             self._add(span.trace_id, context, observation, span.start_ns)
+        sessionizer.source = 0
         self._update_gauges()
         return failed
 
-    def accept_logs(self, records: list[LogView]) -> int:
-        """Buffer decoded log records; return how many a decoder failed on (rejected)."""
+    def accept_logs(self, records: list[LogView], source: int = 0) -> int:
+        """Buffer decoded log records (from write-ahead log frame `source`, if any); return how
+        many a decoder failed on (rejected)."""
         failed = 0
-        for record in records:
+        sessionizer = self.sessionizer
+        sessionizer.source = source
+        for index, record in enumerate(records):
+            sessionizer.source_index = index
             context = self.reader.read(
                 record.attributes,
                 record.resource,
@@ -220,6 +238,7 @@ class CollectorPipeline:
                 self._event_sequence += 1
                 observation.event_sequence = self._event_sequence
             self._add(trace_id, context, observation, record.time_ns)
+        sessionizer.source = 0
         self._update_gauges()
         return failed
 
@@ -244,7 +263,19 @@ class CollectorPipeline:
     def sweep(self) -> None:
         for item in self.sessionizer.sweep():
             self._emit(item)
+        if self.wal is not None:
+            self._maintain_wal(self.wal)
         self._update_gauges()
+
+    def _maintain_wal(self, wal: Durability) -> None:
+        """Trim the log; past its high watermark, close the sessions holding its oldest segment,
+        as many as the next stage has room for (a full handoff queue would drop them)."""
+        for key in wal.maintain(self.sessionizer.open_sessions()):
+            if self.next_stage.overloaded():
+                break
+            for item in self.sessionizer.close_keys((key,), CloseReason.EVICTED):
+                wal.metrics.evicted.inc()
+                self._emit(item)
 
     def close_all(self) -> None:
         for item in self.sessionizer.close_all():
@@ -253,6 +284,11 @@ class CollectorPipeline:
 
     def _emit(self, closed: ClosedSession) -> None:
         state = closed.state
+        claim = None
+        if self.wal is not None:
+            claim = self.wal.claim(state)
+            if claim is None:
+                return  # rebuilt from the log, and all of it was on the bus before the restart
         self._closed_counter(closed.reason.value).inc()
         decision = self.sampler.decide(
             state.key,
@@ -264,7 +300,9 @@ class CollectorPipeline:
         )
         self._sampled_counter(decision.reason.value).inc()
         if decision.sampled:
-            self.next_stage.offer(PendingSession(closed, decision))
+            self.next_stage.offer(PendingSession(closed, decision, claim))
+        elif claim is not None:
+            claim.release()
 
     def _update_gauges(self) -> None:
         self.metrics.sessions_open.set(self.sessionizer.open_count)

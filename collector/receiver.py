@@ -1,4 +1,10 @@
-"""What the OTLP/HTTP and OTLP/gRPC receivers share: auth, overload and ingest accounting."""
+"""What the OTLP/HTTP and OTLP/gRPC receivers share: auth, overload, durable acceptance and
+ingest accounting.
+
+`ingest` is the one way a decoded request enters the pipeline. With the write-ahead log on, the
+body is in the log before the pipeline sees it, and `ingest` returns only once the log's fsync
+policy holds, so a receiver answers 200 for nothing the log could still lose.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +15,22 @@ from turnwatch.collector.config import OtlpConfig
 from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.otlp_common import DecodeLimits, DecodeResult
 from turnwatch.collector.pipeline import CollectorPipeline
-from turnwatch.collector.records import LogView, SpanView
+from turnwatch.collector.wal.requests import RequestBody
+from turnwatch.collector.wal.segments import WalFull, WalWriteFailed
 
 
 @dataclass(slots=True)
 class IngestOutcome:
     rejected: int
     message: str
+
+
+class NotAccepted(Exception):
+    """The request cannot be acknowledged now (503 / UNAVAILABLE; the client retries)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class Receiver:
@@ -25,6 +40,7 @@ class Receiver:
         self.config = config
         self.pipeline = pipeline
         self.metrics = metrics
+        self.wal = pipeline.wal
         self.limits = DecodeLimits(max_attribute_bytes=config.max_attribute_bytes)
         token = config.auth_token.get_secret_value() if config.auth_token else None
         self._expected = token.encode() if token else None
@@ -39,19 +55,38 @@ class Receiver:
         return scheme.lower() == "bearer" and token_ok
 
     def overloaded(self) -> bool:
+        if self.wal is not None and self.wal.full:
+            self.wal.metrics.full.inc()
+            return True
         return self.pipeline.overloaded()
 
     def reject_request(self, transport: str, signal: str, reason: str) -> None:
         self.metrics.request_rejections.labels(transport, reason).inc()
         self.metrics.requests.labels(transport, signal, "rejected").inc()
 
-    def ingest_spans(self, transport: str, result: DecodeResult[SpanView]) -> IngestOutcome:
-        failed = self.pipeline.accept_spans(result.items)
-        return self._account(transport, "traces", failed, result)
-
-    def ingest_logs(self, transport: str, result: DecodeResult[LogView]) -> IngestOutcome:
-        failed = self.pipeline.accept_logs(result.items)
-        return self._account(transport, "logs", failed, result)
+    async def ingest(
+        self, transport: str, body: RequestBody, result: DecodeResult
+    ) -> IngestOutcome:
+        """Log the request (write-ahead log on), buffer its items, return once it is durable;
+        raise NotAccepted when the log is full or the disk refused the write or its fsync."""
+        seq = 0
+        if self.wal is not None and result.items:
+            try:
+                seq = self.wal.append(body.kind, body.data)
+            except WalFull:
+                raise NotAccepted("wal_full") from None
+            except WalWriteFailed:
+                raise NotAccepted("wal_write_failed") from None
+        if body.signal == "traces":
+            failed = self.pipeline.accept_spans(result.items, seq)
+        else:
+            failed = self.pipeline.accept_logs(result.items, seq)
+        if seq and self.wal is not None:
+            try:
+                await self.wal.durable(seq)
+            except WalWriteFailed:
+                raise NotAccepted("wal_write_failed") from None
+        return self._account(transport, body.signal, failed, result)
 
     def _account(
         self, transport: str, signal: str, failed: int, result: DecodeResult

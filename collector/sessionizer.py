@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from turnwatch.collector.config import SessionConfig
@@ -57,6 +57,9 @@ class OpenSession:
     dropped_spans: int = 0
     forced_attribute: str | None = None
     head_emitted: bool = False
+    sources: dict[int, list[int]] = field(default_factory=dict)
+    """With the write-ahead log on: log frame -> [first, last] index of the items taken from it
+    (frames in ascending order). The pipeline takes them when the session closes."""
 
     @property
     def session_id(self) -> str:
@@ -91,6 +94,10 @@ class Sessionizer:
         self._trace_keys: OrderedDict[str, str] = OrderedDict()
         self.buffered_bytes = 0
         self.opened = 0
+        self.source = 0
+        """The write-ahead log frame the items being added come from (0: none)."""
+        self.source_index = 0
+        """The index of the item being added within that frame."""
 
     @property
     def open_count(self) -> int:
@@ -134,6 +141,13 @@ class Sessionizer:
 
     def close_all(self) -> list[ClosedSession]:
         return [self._close(key, CloseReason.SHUTDOWN) for key in list(self._open)]
+
+    def close_keys(self, keys: Iterable[str], reason: CloseReason) -> list[ClosedSession]:
+        """Close the named open sessions now (the write-ahead log frees its oldest segment)."""
+        return [self._close(key, reason) for key in keys if key in self._open]
+
+    def open_sessions(self) -> Iterable[OpenSession]:
+        return self._open.values()
 
     def _resolve_key(self, trace_id: str, context: Context) -> tuple[str, str]:
         if context.conversation_key:
@@ -179,6 +193,8 @@ class Sessionizer:
         target.scopes.update(pending.scopes)
         target.size += pending.size
         self.buffered_bytes += pending.size
+        if pending.sources:
+            target.sources = _merged_sources(target.sources, pending.sources)
         target.model_calls += pending.model_calls
         target.error_spans += pending.error_spans
         target.tool_errors += pending.tool_errors
@@ -230,6 +246,12 @@ class Sessionizer:
         time_ns: int,
     ) -> None:
         session.trace_ids[trace_id] = None
+        if self.source:
+            held = session.sources.get(self.source)
+            if held is None:
+                session.sources[self.source] = [self.source_index, self.source_index]
+            else:
+                held[1] = self.source_index
         if context.scope_name:
             session.scopes[context.scope_name] = None
         is_model_call = (
@@ -307,3 +329,14 @@ class Sessionizer:
         ):
             evicted.append(self._close(next(iter(self._open)), CloseReason.EVICTED))
         return evicted
+
+
+def _merged_sources(
+    first: dict[int, list[int]], second: dict[int, list[int]]
+) -> dict[int, list[int]]:
+    """Both sessions' frames in ascending order; a frame both took items from spans both ranges."""
+    merged = {seq: list(held) for seq, held in first.items()}
+    for seq, (start, end) in second.items():
+        held = merged.get(seq)
+        merged[seq] = [start, end] if held is None else [min(held[0], start), max(held[1], end)]
+    return dict(sorted(merged.items()))

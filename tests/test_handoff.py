@@ -117,12 +117,29 @@ async def test_an_assembly_or_delivery_failure_costs_that_session_only():
     assert harness.delivered() == 1
 
 
+class StuckSink(CapturingSink):
+    """A next stage that takes the first session and never returns (a full bus, say)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = asyncio.Event()
+
+    async def deliver(self, session: Session) -> None:
+        self.entered.set()
+        await asyncio.Event().wait()
+
+
 async def test_sessions_still_queued_when_a_drain_runs_out_are_counted_lost():
     pending = closed_sessions(3)
-    harness = Harness(CapturingSink())
+    sink = StuckSink()
+    harness = Harness(sink)
     for item in pending:
         harness.handoff.offer(item)
-    # Nothing runs the queue: one session would be in delivery, the other two behind it.
-    harness.handoff.queue.get_nowait()
-    assert harness.handoff.count_lost() == 3
+    task = asyncio.create_task(harness.handoff.run())
+    await asyncio.wait_for(sink.entered.wait(), 5)  # one in delivery, two behind it
+    stranded = harness.handoff.strand()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert (stranded.lost, stranded.kept) == (3, 0)
     assert harness.dropped("shutdown") == 3
+    assert harness.handoff.queue.empty()

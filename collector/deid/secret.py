@@ -8,6 +8,8 @@ integrity across replicas and restarts.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import secrets
 from pathlib import Path
@@ -33,6 +35,12 @@ def load_secret(config: DeidConfig, mode: str, data_dir: Path) -> bytes:
             "(every replica must share one pseudonym key)"
         )
     return _generated(data_dir / SECRET_FILE_NAME)
+
+
+def derive_key(secret: bytes, purpose: str) -> bytes:
+    """A 32-byte key for one purpose (HMAC-SHA256 of the purpose under the secret), so no two
+    uses share a key and none of them is the secret itself."""
+    return hmac.new(secret, purpose.encode(), hashlib.sha256).digest()
 
 
 def _read(path: Path, setting: str) -> bytes:

@@ -31,6 +31,7 @@ from turnwatch.collector.config import (
     SessionConfig,
 )
 from turnwatch.collector.deid.config import DeidConfig
+from turnwatch.collector.wal.config import WalConfig
 from turnwatch.exporters.config import ExporterConfig
 from turnwatch.exporters.regressions.config import RegressionConfig
 from turnwatch.scorers.config import ScorerConfig
@@ -66,6 +67,7 @@ class Settings(BaseSettings):
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     handoff: HandoffConfig = Field(default_factory=HandoffConfig)
     decoders: DecoderConfig = Field(default_factory=DecoderConfig)
+    wal: WalConfig = Field(default_factory=WalConfig)
     deid: DeidConfig = Field(default_factory=DeidConfig)
     bus: BusConfig = Field(default_factory=BusConfig)
     scorers: ScorerConfig = Field(default_factory=ScorerConfig)
@@ -73,7 +75,8 @@ class Settings(BaseSettings):
     exporter: ExporterConfig = Field(default_factory=ExporterConfig)
     data_dir: Path = Field(
         default=Path("turnwatch-data"),
-        description="Where turnwatch keeps state: the generated pseudonym key, quarantine.",
+        description="Where turnwatch keeps state: the generated pseudonym key, quarantine, "
+        "spool, write-ahead log.",
     )
     log: LogConfig = Field(default_factory=LogConfig)
 
@@ -94,6 +97,7 @@ class Settings(BaseSettings):
             sampling=self.sampling,
             handoff=self.handoff,
             decoders=self.decoders,
+            wal=self.wal,
         )
 
     @classmethod

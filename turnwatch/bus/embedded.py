@@ -149,6 +149,11 @@ class EmbeddedBus:
             await asyncio.sleep(0.02)
         return False
 
-    async def close(self) -> None:
-        for state in self._topics.values():
+    async def close(self) -> int:
+        lost = 0
+        for topic, state in self._topics.items():
+            if isinstance(state.fifo, MemoryFifo) and len(state.fifo):
+                lost += len(state.fifo)
+                self.metrics.lost_at_shutdown.labels(topic).inc(len(state.fifo))
             state.fifo.close()
+        return lost

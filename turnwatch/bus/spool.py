@@ -9,7 +9,6 @@ directory at a time (an exclusive lock), since two writers would interleave reco
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import io
 import logging
 import os
@@ -19,6 +18,8 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+from turnwatch.ownership import own_directory
 
 log = logging.getLogger("turnwatch.bus.spool")
 
@@ -110,12 +111,10 @@ class DiskSpool:
         self.segment_bytes = segment_bytes
         self.max_records = max_records
         directory.mkdir(parents=True, exist_ok=True)
-        self._lock = open(directory / "lock", "a+b")  # noqa: SIM115 - held for the spool's life
-        try:
-            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            self._lock.close()
-            raise SpoolLocked(str(directory)) from None
+        lock = own_directory(directory)
+        if lock is None:
+            raise SpoolLocked(str(directory))
+        self._lock = lock
         self._segments = sorted(int(p.stem) for p in directory.glob("*.seg"))
         self._read_segment, self._read_offset = self._load_cursor()
         self._head: tuple[Item, int] | None = None
