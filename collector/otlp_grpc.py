@@ -30,8 +30,8 @@ async def _admit(receiver: Receiver, context: grpc.aio.ServicerContext, signal: 
     if not receiver.authorized(metadata.get("authorization")):
         receiver.reject_request(TRANSPORT, signal, "unauthorized")
         await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
-    if receiver.overloaded():
-        receiver.reject_request(TRANSPORT, signal, "overloaded")
+    if overload := receiver.overloaded():
+        receiver.reject_request(TRANSPORT, signal, overload)
         await context.abort(grpc.StatusCode.UNAVAILABLE, "pipeline saturated; retry later")
 
 

@@ -143,8 +143,8 @@ def create_otlp_app(receiver: Receiver) -> FastAPI:
                 raise _Refusal(
                     415, "unsupported_media_type", f"content type must be {PROTOBUF} or {JSON}"
                 )
-            if receiver.overloaded():
-                raise _Refusal(503, "overloaded", "pipeline saturated; retry later", retry_after)
+            if overload := receiver.overloaded():
+                raise _Refusal(503, overload, "pipeline saturated; retry later", retry_after)
             try:
                 raw = await _read_body(request, config.max_request_bytes)
                 body = decompress(

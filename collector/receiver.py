@@ -54,11 +54,13 @@ class Receiver:
         token_ok = hmac.compare_digest(presented, self._expected)  # constant time, always run
         return scheme.lower() == "bearer" and token_ok
 
-    def overloaded(self) -> bool:
+    def overloaded(self) -> str | None:
+        """Why a request must be refused now (503 / UNAVAILABLE), or None: `wal_full` while the
+        write-ahead log refuses requests, `overloaded` while the pipeline is saturated."""
         if self.wal is not None and self.wal.full:
             self.wal.metrics.full.inc()
-            return True
-        return self.pipeline.overloaded()
+            return "wal_full"
+        return "overloaded" if self.pipeline.overloaded() else None
 
     def reject_request(self, transport: str, signal: str, reason: str) -> None:
         self.metrics.request_rejections.labels(transport, reason).inc()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,6 +121,9 @@ class Durability:
         self.committer = Committer(self.log, config.fsync, config.group_commit_ms, metrics)
         self.done = DoneMarks()
         self.replaying = False
+        self._full_at: int | None = None
+        self._unwritten: deque[bytes] = deque()
+        self._marks_failing = False
         self._claims: dict[int, Claim] = {}
         self._update_gauges()
 
@@ -127,7 +131,9 @@ class Durability:
 
     @property
     def full(self) -> bool:
-        return self.log.size_bytes >= self.config.max_bytes
+        """The log refused a request and has not shrunk since: refuse the next ones before
+        reading their bodies (backpressure until a trim makes room)."""
+        return self._full_at is not None and self.log.size_bytes >= self._full_at
 
     def append(self, kind: Kind, body: bytes) -> int:
         """Write one accepted request; raise WalFull or WalWriteFailed (answer 503)."""
@@ -135,6 +141,7 @@ class Durability:
             seq = self.log.append(kind, body)
         except WalFull:
             self.metrics.full.inc()
+            self._full_at = self.log.size_bytes
             raise
         except WalWriteFailed as exc:
             self.metrics.write_errors.labels("write").inc()
@@ -170,18 +177,42 @@ class Durability:
             "revision": claim.revision,
             "sources": [[seq, first, last] for seq, (first, last) in claim.sources.items()],
         }
-        payload = orjson.dumps(mark)
+        self._unwritten.append(orjson.dumps(mark))
+        self._write_marks()
+
+    def _write_marks(self) -> None:
+        """Write the done marks waiting, oldest first. One the disk refuses is tried again in
+        a fresh segment (a file at its size limit), then at every sweep and at close: a crash
+        while it waits would publish its session a second time (at-least-once), never lose it."""
+        while self._unwritten:
+            payload = self._unwritten[0]
+            try:
+                try:
+                    self.log.append(Kind.DONE, payload, bounded=False)
+                except WalWriteFailed:
+                    if not self.log.active.last_seq:
+                        raise
+                    self._roll()
+                    self.log.append(Kind.DONE, payload, bounded=False)
+            except (WalWriteFailed, OSError) as exc:
+                self.metrics.write_errors.labels("write").inc()
+                if not self._marks_failing:
+                    log.error("write-ahead log done mark not written", extra={"error": str(exc)})
+                self._marks_failing = True
+                return
+            self._marks_failing = False
+            self._unwritten.popleft()
+            self._count_frame("done", payload)
+
+    def _roll(self) -> None:
         try:
-            self.log.append(Kind.DONE, payload, bounded=False)
-        except WalWriteFailed as exc:
-            # A lost mark costs at most a second publication after a crash (at-least-once).
-            self.metrics.write_errors.labels("write").inc()
-            log.error("write-ahead log done mark not written", extra={"error": str(exc)})
-            return
-        self._count_frame("done", payload)
+            self.log.roll()
+        except OSError as exc:
+            raise WalWriteFailed(exc.strerror or type(exc).__name__) from None
 
     def maintain(self, open_sessions: Iterable[OpenSession]) -> list[str]:
         """Trim what nobody holds; return keys of open sessions to close early (high watermark)."""
+        self._write_marks()
         holders = [session for session in open_sessions if session.sources]
         oldest = min(
             [next(iter(session.sources)) for session in holders]
@@ -193,10 +224,17 @@ class Durability:
             self._delete(segments[0])
         if len(segments) == 1 and segments[0].last_seq and segments[0].last_seq < oldest:
             # An idle log ends empty: nobody holds the active segment, so start a fresh one.
-            self.log.roll()
-            self._delete(segments[0])
+            try:
+                self._roll()
+            except WalWriteFailed as exc:
+                self.metrics.write_errors.labels("write").inc()
+                log.warning("write-ahead log segment not rolled", extra={"error": str(exc)})
+            else:
+                self._delete(segments[0])
         if not self.log.replayable:
             self.done.clear()
+        if self._full_at is not None and self.log.size_bytes < self._full_at:
+            self._full_at = None  # trimmed: requests are welcome again
         self._update_gauges(len(holders))
         watermark = self.config.high_watermark * self.config.max_bytes
         if self.log.size_bytes <= watermark or len(segments) < 2:
@@ -264,6 +302,7 @@ class Durability:
             pipeline.accept_logs(result.items, seq)
 
     async def close(self) -> None:
+        self._write_marks()
         await self.committer.close()
         self.log.close()
 
