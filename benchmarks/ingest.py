@@ -128,9 +128,14 @@ def build_requests(count: int, seed: int = 7) -> list[bytes]:
 
 
 class Server:
-    def __init__(self, sampling_rate: float) -> None:
+    def __init__(
+        self, sampling_rate: float, script: str = __file__, extra: tuple[str, ...] = ()
+    ) -> None:
+        """The collector in a subprocess: `script --serve-collector` (this one, or another
+        benchmark's that calls `serve_collector` with more settings) given `extra` arguments."""
+        rate = str(sampling_rate)
         self.process = subprocess.Popen(
-            [sys.executable, __file__, "--serve-collector", "--sampling-rate", str(sampling_rate)],
+            [sys.executable, script, "--serve-collector", "--sampling-rate", rate, *extra],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -249,7 +254,7 @@ class CountingSink:
         self.sessions += 1
 
 
-def serve_collector(sampling_rate: float) -> None:
+def serve_collector(sampling_rate: float, overrides: dict[str, object] | None = None) -> None:
     """The server process: the collector stage alone, every session assembled into its record.
 
     De-identification is left out on purpose: it is measured by benchmarks/deid.py, and at
@@ -270,6 +275,7 @@ def serve_collector(sampling_rate: float) -> None:
             "handoff.queue_size": 100_000,
             "sampling.rate": sampling_rate,
             "log.level": "WARNING",
+            **(overrides or {}),
         },
     )
     sink = CountingSink()

@@ -1,6 +1,7 @@
-"""SIGKILL during a burst: `turnwatch serve` (embedded spool and write-ahead log on) is killed at a
-random moment while a client sends conversations, started again on the same data directory, and
-every conversation is counted where it comes out scored.
+"""SIGKILL during a burst: `turnwatch serve` (embedded spool on, and the write-ahead log unless a
+run is the baseline without it) is killed at a chosen moment while a client sends conversations,
+started again on the same data directory, and every conversation is counted where it comes out
+scored.
 
 A conversation spans two requests (its opening exchange, then its closing one with the end
 marker), and each request carries the openings of two conversations and the closings of the two
@@ -29,7 +30,6 @@ from tests.waiting import eventually
 PER_REQUEST = 2
 END = {"turnwatch.session.end": "true"}
 CRASH_ENV = {
-    "TURNWATCH_WAL__ENABLED": "true",
     "TURNWATCH_BUS__SCORER_PROCESSOR": "tests.kafka_broker:score_echo",
     "TURNWATCH_TEST_SCORER_DELAY": "0.01",
 }
@@ -113,12 +113,26 @@ def scored_sessions(log: Path) -> Counter[str]:
     return Counter(sid for sid, _revision in scored(log).elements())
 
 
-def crash_run(directory: Path, conversations: int, rng: random.Random) -> CrashRun:
-    """One burst, one SIGKILL at a random moment of it, one restart; counted once all is quiet."""
+@dataclass(frozen=True)
+class KillPoint:
+    after: int
+    """Acknowledged requests before the kill ..."""
+    pause: float
+    """... and seconds after that answer (a moment in the middle of the next request, say)."""
+
+
+def random_kill_point(rng: random.Random, conversations: int) -> KillPoint:
+    requests = len(range(0, conversations, PER_REQUEST)) + 1
+    return KillPoint(rng.randint(1, requests - 1), rng.uniform(0, 0.02))
+
+
+def crash_run(directory: Path, conversations: int, kill: KillPoint, wal: bool = True) -> CrashRun:
+    """One burst, one SIGKILL at `kill`, one restart; counted once all is quiet."""
     requests = burst(directory.name, conversations)
-    kill_after = rng.randint(1, len(requests) - 1)
+    kill_after = kill.after
     data_dir = directory / "data"
-    first = Serve(data_dir, **CRASH_ENV)
+    env = {**CRASH_ENV, "TURNWATCH_WAL__ENABLED": "true" if wal else "false"}
+    first = Serve(data_dir, **env)
     client = BurstClient(first.otlp, requests)
     client.thread.start()
     eventually(
@@ -128,7 +142,7 @@ def crash_run(directory: Path, conversations: int, rng: random.Random) -> CrashR
         interval=0.001,
         what=f"{kill_after} requests acknowledged",
     )
-    time.sleep(rng.uniform(0, 0.02))  # a random moment after that answer: mid-request, say
+    time.sleep(kill.pause)
     first.kill()
     client.thread.join(30)
     run = CrashRun(
@@ -140,21 +154,13 @@ def crash_run(directory: Path, conversations: int, rng: random.Random) -> CrashR
     )
 
     started = time.monotonic()
-    second = Serve(data_dir, **CRASH_ENV)
+    second = Serve(data_dir, **env)  # its banner comes once the log is replayed
     try:
-        log = directory / "scored.log"
-        eventually(
-            lambda: scored_sessions(log),
-            lambda counts: all(counts[sid] for sid in run.whole | run.partial),
-            timeout=180,
-            interval=0.1,
-            what="every acknowledged conversation scored",
-        )
-        run.recovery_seconds = time.monotonic() - started
-        # Then nothing is open, queued or on the bus: the score log is final.
-        settled(second.ops, timeout=60)
+        # Nothing open or queued in the collector, nothing on the bus: the score log is final.
+        settled(second.ops, timeout=120)
         bus_idle(second)
-        run.scored = scored_sessions(log)
+        run.recovery_seconds = time.monotonic() - started
+        run.scored = scored_sessions(directory / "scored.log")
         run.replayed_frames = second.metric("turnwatch_wal_replayed_frames_total", kind="request")
         run.replay_skipped = second.metric("turnwatch_wal_replay_skipped_sessions_total")
     finally:

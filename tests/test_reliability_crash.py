@@ -16,7 +16,7 @@ import random
 import pytest
 from turnwatch.collector.sessionizer import session_id_for
 
-from tests.crash import burst, crash_run
+from tests.crash import burst, crash_run, random_kill_point
 
 pytestmark = pytest.mark.slow  # two `turnwatch serve` subprocesses per run
 
@@ -32,7 +32,7 @@ def test_sigkill_during_a_burst_loses_no_acknowledged_conversation_and_scores_no
     print(f"crash runs with TURNWATCH_TEST_CRASH_SEED={seed}")  # shown when a run fails
     for number in range(RUNS):
         directory = tmp_path / f"crash-{number}"
-        run = crash_run(directory, CONVERSATIONS, rng)
+        run = crash_run(directory, CONVERSATIONS, random_kill_point(rng, CONVERSATIONS))
         where = f"seed {seed}, run {number}, killed after {run.kill_after} of {run.requests}"
         everyone = {
             session_id_for(key)

@@ -45,6 +45,7 @@ from turnwatch.collector.wal.segments import (
 )
 
 if TYPE_CHECKING:
+    from prometheus_client import Counter
     from turnwatch.collector.pipeline import CollectorPipeline
     from turnwatch.collector.sessionizer import OpenSession
 
@@ -123,6 +124,8 @@ class Durability:
         self.replaying = False
         self._full_at: int | None = None
         self._unwritten: deque[bytes] = deque()
+        self._request_frames = metrics.appended.labels("request")
+        self._done_frames = metrics.appended.labels("done")
         self._marks_failing = False
         self._claims: dict[int, Claim] = {}
         self._update_gauges()
@@ -147,7 +150,9 @@ class Durability:
             self.metrics.write_errors.labels("write").inc()
             log.error("write-ahead log write failed", extra={"error": str(exc)})
             raise
-        self._count_frame("request", body)
+        self._count_frame(self._request_frames, body)
+        self.metrics.size.set(self.log.size_bytes)
+        self.metrics.unsynced_frames.set(self.log.last_seq - self.committer.synced_seq)
         return seq
 
     async def durable(self, seq: int) -> None:
@@ -202,7 +207,7 @@ class Durability:
                 return
             self._marks_failing = False
             self._unwritten.popleft()
-            self._count_frame("done", payload)
+            self._count_frame(self._done_frames, payload)
 
     def _roll(self) -> None:
         try:
@@ -308,11 +313,10 @@ class Durability:
 
     # --- accounting ------------------------------------------------------------------------
 
-    def _count_frame(self, kind: str, payload: bytes) -> None:
-        self.metrics.appended.labels(kind).inc()
+    def _count_frame(self, frames: Counter, payload: bytes) -> None:
+        # A done mark is written per session: the gauges follow at the next request or sweep.
+        frames.inc()
         self.metrics.appended_bytes.inc(len(payload) + FRAME_OVERHEAD)
-        self.metrics.size.set(self.log.size_bytes)
-        self.metrics.unsynced_frames.set(self.log.last_seq - self.committer.synced_seq)
 
     def _update_gauges(self, open_holders: int = 0) -> None:
         self.metrics.size.set(self.log.size_bytes)

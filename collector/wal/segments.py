@@ -101,6 +101,7 @@ class SegmentLog:
             raise WalLocked(str(directory))
         self._lock = lock
         self.segments = [self._recover(path) for path in self._segment_paths()]
+        self._size = sum(segment.size for segment in self.segments)
         self._next_seq = 1 + max((s.last_seq for s in self.segments), default=0)
         self._unsynced: list[int] = []  # sealed descriptors an fsync still has to cover
         self._sync_directory = False
@@ -111,7 +112,7 @@ class SegmentLog:
 
     @property
     def size_bytes(self) -> int:
-        return sum(segment.size for segment in self.segments)
+        return self._size
 
     @property
     def active(self) -> Segment:
@@ -160,6 +161,7 @@ class SegmentLog:
         self._seal_active()
         self._fd = fd
         self.segments.append(Segment(number, path, len(MAGIC)))
+        self._size += len(MAGIC)
         self._sync_directory = True
 
     def _seal_active(self) -> None:
@@ -196,6 +198,7 @@ class SegmentLog:
         self._next_seq = seq + 1
         segment = self.active
         segment.size += frame_size
+        self._size += frame_size
         segment.first_seq = segment.first_seq or seq
         segment.last_seq = seq
         return seq
@@ -236,6 +239,7 @@ class SegmentLog:
 
     def delete(self, segment: Segment) -> None:
         self.segments.remove(segment)
+        self._size -= segment.size
         with contextlib.suppress(ValueError):
             self.replayable.remove(segment)
         segment.path.unlink(missing_ok=True)
