@@ -225,19 +225,29 @@ def test_a_revision_that_ends_inside_a_request_replays_only_the_part_after_it(se
     assert texts(session)[-2:] == ["question 1", "answer 1"]
 
 
-def test_a_rebuilt_session_whose_earlier_revisions_were_trimmed_gets_the_next_revision(settings):
+def test_a_session_rebuilt_without_its_published_revision_gets_the_next_number(tmp_path):
+    settings = make_settings(
+        **{"wal.enabled": True, "data_dir": tmp_path, "wal.segment_bytes": 4096}
+    )
     first = Collector(settings)
-    first.send(chat_span("long", 0, extra=END))
-    first.publish("long")  # revision 1 on the bus
-    first.send(chat_span("long", 1, extra=END))
-    first.publish("long")  # revision 2 on the bus
-    first.send(chat_span("long", 2))  # revision 3, open at the crash
+    first.send(chat_span("returning", 0, extra=END))  # revision 1, in the first segment
+    for number in range(8):  # other traffic rolls the log on
+        first.send(chat_span(f"other-{number}", 0, extra=END))
+        first.publish(f"other-{number}")
+    first.send(chat_span("holder", 0))  # open: holds the segment its done mark goes to
+    first.publish("returning")
+    first.wal.maintain(first.pipeline.sessionizer.open_sessions())
+    assert first.wal.log.segments[0].first_seq > 1  # revision 1's spans are trimmed ...
+    first.send(chat_span("returning", 1))  # ... and revision 2 is open at the crash
     first.crash()
 
     second = Collector(settings)
     second.replay()
     second.pipeline.close_all()
-    assert second.offered()["long"][0].closed.state.revision == 3
+    pending, session = second.offered()["returning"]
+    assert pending.closed.state.revision == 2  # rebuilt from scratch, but 1 went out before
+    assert session.truncated  # revision 1's turns are not in it
+    assert texts(session) == ["question 1", "answer 1"]
 
 
 def test_the_log_is_trimmed_once_nothing_holds_a_segment(tmp_path):

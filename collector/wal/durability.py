@@ -168,7 +168,9 @@ class Durability:
             return None
         last_done = self.done.revisions.get(state.key)
         if last_done is not None and state.revision <= last_done:
+            # Its earlier revisions went out before the restart and their frames are gone.
             state.revision = last_done + 1
+            state.head_emitted = True
         claim = Claim(state.key, state.revision, sources, self)
         self._claims[id(claim)] = claim
         return claim
