@@ -32,6 +32,9 @@ END = {"turnwatch.session.end": "true"}
 CRASH_ENV = {
     "TURNWATCH_BUS__SCORER_PROCESSOR": "tests.kafka_broker:score_echo",
     "TURNWATCH_TEST_SCORER_DELAY": "0.01",
+    # Longer than any stall between a conversation's two requests on a loaded machine: at the
+    # serve tests' 0.5 s one closed idle after its opening and came back as a second revision.
+    "TURNWATCH_SESSIONS__IDLE_TIMEOUT_SECONDS": "5",
 }
 
 
@@ -94,23 +97,30 @@ class CrashRun:
     """Session ids of conversations whose two requests were both answered 200."""
     partial: set[str]
     """... whose first request was answered 200, the second not."""
-    scored: Counter[str] = field(default_factory=Counter)
+    deliveries: Counter[tuple[str, int]] = field(default_factory=Counter)
+    """Score records per (session id, revision)."""
     replayed_frames: float = 0.0
     replay_skipped: float = 0.0
     recovery_seconds: float = 0.0
 
     @property
+    def scored(self) -> set[str]:
+        return {sid for sid, _revision in self.deliveries}
+
+    @property
     def lost(self) -> set[str]:
-        return {sid for sid in self.whole | self.partial if not self.scored[sid]}
+        return (self.whole | self.partial) - self.scored
 
     @property
     def twice(self) -> set[str]:
-        return {sid for sid, count in self.scored.items() if count > 1}
+        """Sessions with a revision scored more than once: counted twice."""
+        return {sid for (sid, _revision), count in self.deliveries.items() if count > 1}
 
-
-def scored_sessions(log: Path) -> Counter[str]:
-    """Score records per session id, whatever their revision."""
-    return Counter(sid for sid, _revision in scored(log).elements())
+    @property
+    def split(self) -> set[str]:
+        """Sessions scored as more than one revision: a conversation the restart cut in two."""
+        revisions = Counter(sid for sid, _revision in self.deliveries)
+        return {sid for sid, count in revisions.items() if count > 1}
 
 
 @dataclass(frozen=True)
@@ -160,7 +170,7 @@ def crash_run(directory: Path, conversations: int, kill: KillPoint, wal: bool = 
         settled(second.ops, timeout=120)
         bus_idle(second)
         run.recovery_seconds = time.monotonic() - started
-        run.scored = scored_sessions(directory / "scored.log")
+        run.deliveries = scored(directory / "scored.log")
         run.replayed_frames = second.metric("turnwatch_wal_replayed_frames_total", kind="request")
         run.replay_skipped = second.metric("turnwatch_wal_replay_skipped_sessions_total")
     finally:
