@@ -8,16 +8,17 @@ The corpus (generated from the seed, or read from a directory written by
 OTLP/HTTP protobuf exporter, one tracer provider per service, conversation by conversation in
 corpus order (a disclosure across sessions needs its source session scored first). The server
 runs with the embedded bus, free ports, a temporary data directory, the corpus's contracts, a
-pseudonym key chosen here, default de-identification and the built-in heuristic judge; its
-exporter role is replaced by `benchmarks/detection_sink.py`, which writes every score record to a
-file. A record is matched to its conversation through the session id turnwatch derives from the
-conversation key, and must have rebuilt exactly the corpus's turns (the labels index them).
-Definitions of every figure: `benchmarks/detection_report.py`.
+pseudonym key chosen here, default de-identification and the built-in heuristic judge; beside
+its exporters `benchmarks/detection_sink.py` taps the exporter role and writes every score
+record to a file. A record is matched to its conversation through the session id turnwatch
+derives from the conversation key, and must have rebuilt exactly the corpus's turns (the
+labels index them). Definitions of every figure: `benchmarks/detection_report.py`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import secrets
 import sys
@@ -59,13 +60,18 @@ def run(
     contracts: dict[str, dict],
     timeout: float,
     secret: str | None = None,
+    workdir: Path | None = None,
 ) -> list[dict]:
     """Send every conversation; return the score records the server produced for them.
 
     `secret` is the server's `deid.secret`: session ids are derived from the conversation key
-    without it today (`session_id_for`), but a keyed derivation would need it to match."""
-    with tempfile.TemporaryDirectory(prefix="turnwatch-detection-") as workdir:
-        work = Path(workdir)
+    without it today (`session_id_for`), but a keyed derivation would need it to match.
+    `workdir` keeps the server's directory (its session store is `workdir/data/sessions.db`);
+    by default a temporary one is removed afterwards."""
+    with contextlib.ExitStack() as stack:
+        if workdir is None:
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tw-detect-")))
+        work = workdir
         contracts_dir = work / "contracts"
         write_contracts(contracts, contracts_dir)
         server = Server(work, contracts_dir, secret=secret or secrets.token_hex(16))
@@ -124,13 +130,18 @@ def match(
     return pairs, problems
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_corpus_arguments(parser: argparse.ArgumentParser) -> None:
+    """Which corpus: generated from a seed and split, or read from a directory."""
     parser.add_argument("--split", choices=["dev", "heldout"], default="dev")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--count", type=int, default=DEFAULT_COUNT)
-    parser.add_argument("--limit", type=int, help="only the first N conversations")
     parser.add_argument("--corpus", type=Path, help="a directory written by the generator")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_corpus_arguments(parser)
+    parser.add_argument("--limit", type=int, help="only the first N conversations")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for scores")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)

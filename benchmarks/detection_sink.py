@@ -1,6 +1,7 @@
 """The `bus.exporter_handler` that benchmarks/detection.py configures: every score and incident
 record the exporter role receives is appended, as one JSON line, to the file named by
-TURNWATCH_DETECTION_RECORDS. Nothing else is exported in that run."""
+TURNWATCH_DETECTION_RECORDS. It runs beside turnwatch's own exporters (metrics, regression cases,
+the session store `benchmarks/calibration.py` reads back), not instead of them."""
 
 from __future__ import annotations
 

@@ -28,6 +28,7 @@ from turnwatch.scorers.judge.config import JudgeConfig
 from turnwatch.scorers.judge.evaluate import JudgeEvaluator
 
 from tests.test_judge_loopback import running
+from tests.test_judge_metrics import context
 from tests.test_scorers_builders import bot, session, user
 from turnwatch.schema import Session
 
@@ -147,7 +148,7 @@ async def turnwatch(session: Session, window: int, stride: int) -> tuple[int, in
             }
         )
         evaluator = JudgeEvaluator(config)
-        scores = await evaluator.evaluate(session, ROLE)
+        scores = await evaluator.evaluate(context(session, ROLE))
         await evaluator.aclose()
         unscored = [score.name for score in scores if score.value is None]
         if unscored:

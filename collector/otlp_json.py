@@ -92,12 +92,7 @@ def _any_value(value: Any, limits: DecodeLimits, depth: int) -> Any:
         return None
     value = _object(value)
     if "stringValue" in value or "string_value" in value:
-        text = _field(value, "stringValue", "string_value")
-        if not isinstance(text, str):
-            raise ItemRejected("malformed")
-        if len(text) > limits.max_attribute_bytes:
-            raise ItemRejected("attribute_too_large")
-        return text
+        return _bounded_text(_field(value, "stringValue", "string_value"), limits)
     if "intValue" in value or "int_value" in value:
         return _int(_field(value, "intValue", "int_value"))
     if "boolValue" in value or "bool_value" in value:
@@ -122,13 +117,16 @@ def _any_value(value: Any, limits: DecodeLimits, depth: int) -> Any:
         kvlist = _object(_field(value, "kvlistValue", "kvlist_value"))
         return _attributes(_list(kvlist, "values", "values"), limits, depth + 1)
     if "bytesValue" in value or "bytes_value" in value:
-        encoded = _field(value, "bytesValue", "bytes_value")
-        if not isinstance(encoded, str):
-            raise ItemRejected("malformed")
-        if len(encoded) > limits.max_attribute_bytes:
-            raise ItemRejected("attribute_too_large")
-        return encoded
+        return _bounded_text(_field(value, "bytesValue", "bytes_value"), limits)  # base64 text
     return None
+
+
+def _bounded_text(text: Any, limits: DecodeLimits) -> str:
+    if not isinstance(text, str):
+        raise ItemRejected("malformed")
+    if len(text) > limits.max_attribute_bytes:
+        raise ItemRejected("attribute_too_large")
+    return text
 
 
 def _attributes(pairs: list[Any], limits: DecodeLimits, depth: int = 0) -> dict[str, Any]:

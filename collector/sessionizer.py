@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from turnwatch.collector.config import SessionConfig
 from turnwatch.collector.records import Context, Observation, ObservationKind
 
+from turnwatch.lru import LRU
 from turnwatch.schema import CloseReason
 
 TRACE_KEY_SOURCE = "trace_id"
@@ -88,10 +89,16 @@ class Sessionizer:
     def __init__(self, config: SessionConfig, clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
         self.clock = clock
+        # Open sessions are ordered by activity but not an LRU: they are bounded by count and by
+        # bytes together, and evicting one closes it (the caller gets it), rather than forgets it.
         self._open: OrderedDict[str, OpenSession] = OrderedDict()
-        self._recent: OrderedDict[str, _Remembered] = OrderedDict()
+        self._recent: LRU[str, _Remembered] = LRU(config.max_remembered_sessions, self._forgot)
         self._recent_bytes = 0
+        # Touched by every span, so a local OrderedDict rather than the shared LRU: from this
+        # compiled module, going through the LRU's Python methods measured about 12% more CPU per
+        # span in `add` (compiled A/B, 30 alternating runs). Same bound and order as the LRU.
         self._trace_keys: OrderedDict[str, str] = OrderedDict()
+        self._max_trace_keys = 4 * config.max_open_sessions
         self.buffered_bytes = 0
         self.opened = 0
         self.source = 0
@@ -172,8 +179,7 @@ class Sessionizer:
     def _remember_trace(self, trace_id: str, key: str) -> None:
         self._trace_keys[trace_id] = key
         self._trace_keys.move_to_end(trace_id)
-        limit = 4 * self.config.max_open_sessions
-        while len(self._trace_keys) > limit:
+        if len(self._trace_keys) > self._max_trace_keys:
             self._trace_keys.popitem(last=False)
 
     def _merge_trace_session(self, trace_id: str, key: str, source: str) -> None:
@@ -214,7 +220,7 @@ class Sessionizer:
         target.last_ns = max(target.last_ns, pending.last_ns)
 
     def _reopen(self, key: str, source: str, now: float) -> OpenSession:
-        remembered = self._recent.pop(key, None)
+        remembered = self._recent.pop(key)
         if remembered is None:
             return OpenSession(
                 key=key, key_source=source, revision=1, opened_at=now, last_activity=now
@@ -288,18 +294,20 @@ class Sessionizer:
         self.buffered_bytes -= session.size
         capped = reason in (CloseReason.TURN_CAP, CloseReason.BYTE_CAP, CloseReason.EVICTED)
         keep_content = not capped and self.config.reopen_window_seconds > 0
-        self._recent[key] = _Remembered(
-            revision=session.revision,
-            closed_at=self.clock(),
-            state=session if keep_content else None,
-        )
-        self._recent.move_to_end(key)
         if keep_content:
             self._recent_bytes += session.size
-        self._bound_recent()
+        self._recent.put(
+            key,
+            _Remembered(
+                revision=session.revision,
+                closed_at=self.clock(),
+                state=session if keep_content else None,
+            ),
+        )
+        self._bound_recent_content()
         return ClosedSession(state=session, reason=reason)
 
-    def _bound_recent(self) -> None:
+    def _bound_recent_content(self) -> None:
         content_budget = self.config.max_buffered_bytes // 2
         for remembered in self._recent.values():
             if self._recent_bytes <= content_budget:
@@ -307,10 +315,10 @@ class Sessionizer:
             if remembered.state is not None:
                 self._recent_bytes -= remembered.state.size
                 remembered.state = None
-        while len(self._recent) > self.config.max_remembered_sessions:
-            _, remembered = self._recent.popitem(last=False)
-            if remembered.state is not None:
-                self._recent_bytes -= remembered.state.size
+
+    def _forgot(self, key: str, remembered: _Remembered) -> None:
+        if remembered.state is not None:
+            self._recent_bytes -= remembered.state.size
 
     def _forget_expired(self) -> None:
         deadline = self.clock() - self.config.reopen_window_seconds

@@ -1,51 +1,30 @@
 """The score exporter: one ScoreRecord in, Prometheus metrics and drift gauges updated.
 
 Delivery is at-least-once, so the same session revision can arrive twice (a redelivery after a
-rebalance, or the same record read from `turnwatch.scores` by a restarted consumer). A bounded
-LRU of (session_id, revision) digests makes the second arrival a no-op, so counters count each
-revision once. Memory stays bounded: the LRU, the label limiters and the drift windows all have
-configured caps, and drift trackers exist only per admitted (service, metric) label pair.
+rebalance, or the same record read from `turnwatch.scores` by a restarted consumer). A revision has
+two parts, its checks and its judge metrics, which come in one `complete` record or in two (a
+`checks` record, then a `judged` one repeating the checks): the seen revisions set
+(`turnwatch.revisions`) remembers each part, so counters count each revision's checks once and
+its judge metrics once, however the parts arrive. Memory stays bounded: the seen revisions, the
+label limiters and the drift windows all have configured caps, and drift trackers exist only per
+admitted (service, metric) label pair.
 """
 
 from __future__ import annotations
 
-import hashlib
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from prometheus_client import CollectorRegistry
-from pydantic import ValidationError
 from turnwatch.exporters.config import ExporterConfig
 from turnwatch.exporters.labels import LabelLimiter, reason_code
 from turnwatch.exporters.score_metrics import JOINT_OUTCOMES, ScoreMetrics
 
-from turnwatch.bus.records import SCORES, Output
+from turnwatch.bus.records import ExporterRecord, Output
 from turnwatch.drift import SCORE_BUCKETS, DriftTracker
-from turnwatch.scores import Score, ScoreRecord, Status
-
-
-class RevisionLog:
-    """Bounded LRU of seen (session_id, revision) pairs, stored as 8-byte digests (not ids)."""
-
-    def __init__(self, max_entries: int) -> None:
-        self.max_entries = max_entries
-        self._seen: OrderedDict[bytes, None] = OrderedDict()
-
-    def first_time(self, session_id: str, revision: int) -> bool:
-        digest = hashlib.blake2b(f"{session_id}\x00{revision}".encode(), digest_size=8).digest()
-        if digest in self._seen:
-            self._seen.move_to_end(digest)
-            return False
-        self._seen[digest] = None
-        if len(self._seen) > self.max_entries:
-            self._seen.popitem(last=False)
-        return True
-
-    def __len__(self) -> int:
-        return len(self._seen)
+from turnwatch.revisions import SeenRevisions
+from turnwatch.scores import Part, Score, ScoreRecord, Status
 
 
 class ScoreExporter:
@@ -57,7 +36,7 @@ class ScoreExporter:
         self.metric = LabelLimiter("metric", config.max_metrics, config.metrics, overflow)
         self.check = LabelLimiter("check", config.max_checks, config.checks, overflow)
         self.reason = LabelLimiter("reason", config.max_reasons, (), overflow)
-        self.revisions = RevisionLog(config.dedupe_entries)
+        self.revisions = SeenRevisions(config.dedupe_entries)
         self.drift: dict[tuple[str, str], DriftTracker] = {}
 
     def _count_overflow(self, label: str) -> None:
@@ -69,25 +48,45 @@ class ScoreExporter:
         session_ended_at: datetime | None = None,
         now: float | None = None,
     ) -> bool:
-        """Count one score record; False when this revision was already counted.
+        """Count one score record; False when the parts it carries were already counted.
 
         `session_ended_at` (the session's last span) gives the end-to-end latency; the score
         record does not carry it, so only callers that hold the session can pass it.
         """
-        if not self.revisions.first_time(record.session_id, record.revision):
+        session_id, revision = record.session_id, record.revision
+        # Both parts are looked up (and remembered) whatever the first answer is.
+        checks = record.part is not Part.JUDGED and self.revisions.first_time(
+            session_id, revision, "checks"
+        )
+        judged = record.part is not Part.CHECKS and self.revisions.first_time(
+            session_id, revision, "judged"
+        )
+        if not (checks or judged):
             self.metrics.records.labels("duplicate").inc()
             return False
         now = time.time() if now is None else now
         m = self.metrics
         service = self.service(record.service)
         m.records.labels("exported").inc()
+        if judged:
+            for score in record.metrics:
+                self._observe_score(service, score)
+        if checks:
+            self._observe_session(service, record, session_ended_at, now)
+        # Clocks of the chatbot, scorer and exporter hosts differ a little: clamp at 0.
+        m.export_delay.observe(max(now - record.scored_at.timestamp(), 0.0))
+        m.last_exported.set(now)
+        return True
+
+    def _observe_session(
+        self, service: str, record: ScoreRecord, session_ended_at: datetime | None, now: float
+    ) -> None:
+        m = self.metrics
         m.sessions_scored.labels(service).inc()
         # Series a ratio divides by must exist (at 0) before the first failure happens.
         m.critical_sessions.labels(service)
         for joint in JOINT_OUTCOMES:
             m.joint_success.labels(service, joint)
-        for score in record.metrics:
-            self._observe_score(service, score)
         self._observe_checks(service, record)
         outcome = {True: "success", False: "failure", None: "unscored"}[record.joint_success.value]
         m.joint_success.labels(service, outcome).inc()
@@ -97,12 +96,8 @@ class ScoreExporter:
         if budgets.cost_usd is not None and budgets.cost_usd > 0:
             m.cost.labels(service).inc(budgets.cost_usd)
         m.session_latency.labels(service).observe(max(budgets.latency_ms, 0.0) / 1000)
-        # Clocks of the chatbot, scorer and exporter hosts differ a little: clamp at 0.
-        m.export_delay.observe(max(now - record.scored_at.timestamp(), 0.0))
         if session_ended_at is not None:
             m.end_to_end.observe(max(now - session_ended_at.timestamp(), 0.0))
-        m.last_exported.set(now)
-        return True
 
     def _observe_score(self, service: str, score: Score) -> None:
         m = self.metrics
@@ -148,19 +143,13 @@ class ScoreExporter:
         m.drift_window.labels(service, metric, "recent").set(reading.recent)
         m.drift_window.labels(service, metric, "baseline").set(reading.baseline)
 
-    async def handle(self, topic: str, record: dict[str, Any]) -> Sequence[Output]:
-        """The exporter role's bus handler (`RecordHandler`): counts `turnwatch.scores` records.
+    async def handle(self, topic: str, record: ExporterRecord) -> Sequence[Output]:
+        """The exporter role's bus handler (`RecordHandler`): counts score records.
 
         Incidents carry the same records and are left to the regression-case handler, so a
-        flagged session is not counted twice.
+        flagged session is not counted twice. The bus validated the record against its topic's
+        model; one that did not validate was dead-lettered and never reaches this handler.
         """
-        if topic != SCORES:
-            return ()
-        try:
-            score_record = ScoreRecord.model_validate(record)
-        except ValidationError:
-            # Acknowledged, not retried: a record that does not validate never will.
-            self.metrics.records.labels("invalid").inc()
-            return ()
-        self.observe(score_record, score_record.session_ended_at)
+        if isinstance(record, ScoreRecord):
+            self.observe(record, record.session_ended_at)
         return ()

@@ -16,7 +16,7 @@ END_TO_END_BUCKETS = (1, 5, 15, 30, 60, 90, 120, 180, 300, 600, 1800, 3600)
 """From a session's last span to its score on /metrics: at least the idle timeout (60 s default)."""
 EXPORT_DELAY_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300)
 
-RECORD_OUTCOMES = ("exported", "duplicate", "invalid")
+RECORD_OUTCOMES = ("exported", "duplicate")
 JOINT_OUTCOMES = ("success", "failure", "unscored")
 
 
@@ -24,7 +24,7 @@ class ScoreMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.records = Counter(
             "turnwatch_exporter_records_total",
-            "Score records taken by the exporter, by outcome (exported, duplicate, invalid).",
+            "Score records taken by the exporter, by outcome (exported, duplicate).",
             ["outcome"],
             registry=registry,
         )

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from pydantic import Field, field_validator
-from turnwatch.scorers.contract import ENTITY, CheckName
+from pydantic import Field
+from turnwatch.scorers.contract import CheckName
 from turnwatch.scorers.judge.config import JudgeConfig
 
-from turnwatch.entities import CUSTOMER_RECORDS, PERSONAL_IDENTIFIERS
+from turnwatch.entities import CUSTOMER_RECORDS, PERSONAL_IDENTIFIERS, EntityName
 from turnwatch.section import Section
 
 DEFAULT_DISCLOSURE_ENTITIES = [*PERSONAL_IDENTIFIERS, *CUSTOMER_RECORDS]
@@ -59,7 +58,7 @@ class ScorerConfig(Section):
     owner_index_size: int = Field(
         default=100_000, gt=0, description="Tokens remembered with their owning user (LRU)."
     )
-    disclosure_entities: list[str] = Field(
+    disclosure_entities: list[EntityName] = Field(
         default_factory=lambda: list(DEFAULT_DISCLOSURE_ENTITIES),
         description="Token types that identify one person; only these count as disclosures.",
     )
@@ -77,11 +76,3 @@ class ScorerConfig(Section):
     judge: JudgeConfig = Field(
         default_factory=JudgeConfig, description="Judge metrics (LLM or built-in heuristic)."
     )
-
-    @field_validator("disclosure_entities")
-    @classmethod
-    def _entity_names(cls, value: list[str]) -> list[str]:
-        for name in value:
-            if not re.match(ENTITY, name):
-                raise ValueError(f"entity types are upper-case identifiers, got {name!r}")
-        return value

@@ -13,11 +13,11 @@ from typing import Any, Literal
 import jsonschema
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
+from turnwatch.entities import EntityName
 from turnwatch.schema import JsonValue
 from turnwatch.section import Section
 
 IDENTIFIER = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$"
-ENTITY = r"^[A-Z][A-Z0-9_]{1,39}$"
 
 CheckName = Literal[
     "tool_selection",
@@ -199,21 +199,13 @@ class ForbiddenAction(Section):
 
 class RequiredFact(Section):
     id: str = Field(pattern=IDENTIFIER)
-    entities: list[str] = Field(
+    entities: list[EntityName] = Field(
         min_length=1, description="De-identification token types that carry the fact."
     )
     before: list[str] = Field(
         default_factory=list,
         description="Tools that need the fact first; empty = the success condition's tools.",
     )
-
-    @field_validator("entities")
-    @classmethod
-    def _entity_names(cls, value: list[str]) -> list[str]:
-        for name in value:
-            if not re.match(ENTITY, name):
-                raise ValueError(f"entity types are upper-case identifiers, got {name!r}")
-        return value
 
 
 class SuccessCall(Section):
@@ -250,7 +242,7 @@ class Contract(Section):
     success: Success | None = None
     budgets: Budgets = Field(default_factory=Budgets)
     max_clarifications: int | None = Field(default=None, ge=0)
-    fact_questions: dict[str, str] = Field(
+    fact_questions: dict[EntityName, str] = Field(
         default_factory=dict,
         description="Token type -> regular expression for how the bot asks for that fact; "
         "added to the built-in ones.",
@@ -261,8 +253,6 @@ class Contract(Section):
     @classmethod
     def _compiles(cls, value: dict[str, str]) -> dict[str, str]:
         for entity, pattern in value.items():
-            if not re.match(ENTITY, entity):
-                raise ValueError(f"keys are token types, got {entity!r}")
             try:
                 re.compile(pattern)
             except re.error as exc:

@@ -1,8 +1,9 @@
 """Flagging rules: which scored session revisions become incidents, and why.
 
 Runs where both the session and its score record exist (the scorer role, through
-`scorers.runner.bus_processor(scorer, flag=Flagger(config))`). Reasons are short codes from a
-fixed vocabulary plus contract or metric names, so they are safe in logs, labels and case files.
+`turnwatch.scorers.runner.bus_processor(scorer, flag=Flagger(config))`). Reasons are short codes
+from a fixed vocabulary plus contract or metric names, so they are safe in logs, labels and case
+files.
 """
 
 from __future__ import annotations

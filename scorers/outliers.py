@@ -8,9 +8,8 @@ exported drift gauges, so a quiet period or a fresh process flags nothing.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 from turnwatch.drift import SCORE_BUCKETS, DriftConfig, Window
+from turnwatch.lru import LRU
 from turnwatch.scores import ScoreRecord
 
 MAX_SERIES = 1_000
@@ -21,7 +20,7 @@ class ScoreOutliers:
     def __init__(self, drift: DriftConfig, threshold: float) -> None:
         self.drift = drift
         self.threshold = threshold
-        self.baselines: OrderedDict[tuple[str, str], Window] = OrderedDict()
+        self.baselines: LRU[tuple[str, str], Window] = LRU(MAX_SERIES)
 
     def __call__(self, record: ScoreRecord) -> bool:
         """Whether any score is `threshold` baseline deviations below the baseline mean."""
@@ -39,8 +38,6 @@ class ScoreOutliers:
     def _baseline(self, key: tuple[str, str]) -> Window:
         baseline = self.baselines.get(key)
         if baseline is None:
-            baseline = self.baselines[key] = Window(self.drift.baseline_window, SCORE_BUCKETS)
-            while len(self.baselines) > MAX_SERIES:
-                self.baselines.popitem(last=False)
-        self.baselines.move_to_end(key)
+            baseline = Window(self.drift.baseline_window, SCORE_BUCKETS)
+            self.baselines.put(key, baseline)
         return baseline

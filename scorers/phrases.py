@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 
-_FLAGS = re.IGNORECASE
+from turnwatch.tokens import TOKEN
 
-TOKEN = re.compile(r"<([A-Z][A-Z0-9_]+)_([0-9a-f]{8})>")
+_FLAGS = re.IGNORECASE
 
 # A sentence that asks the user for something: a question, or a request for information.
 _SENTENCE = re.compile(r"[^.?!\n]+[.?!]?")

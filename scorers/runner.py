@@ -1,61 +1,61 @@
 """The scorer runner: one session revision in, one score record out.
 
-`Scorer.score` is a plain callable; `bus_processor` adapts it to the bus's scorer role, which
-awaits `process(session) -> [(topic, key, record)]` and publishes what it returns. Every record
-goes to `turnwatch.scores`; incidents (a critical failure or failed joint success) also go to
-`turnwatch.incidents`. Records are keyed by session id, so a consumer deduplicates a redelivered
-revision on (session_id, revision).
+Checks and judge metrics are both scorers (`scorers/scorer.py`: `Context -> Result`); the runner
+builds one `Context` per session, runs the checks inline and the judge metrics awaited, and files
+their results into the record (`CheckResult`s by level, `Score`s in `metrics`).
 
-With a `flag` callable (the regression loop's flagging rules), an incident is an envelope that
-also carries the de-identified session and the reasons it was flagged: the exporter that turns
-incidents into replayable regression cases needs the transcript, which the score record alone
-does not hold. Without one, the incident is the bare score record, as before.
+`Scorer.score` is a plain callable; `bus_processor` adapts it to the bus's scorer role, which
+awaits `process(session) -> [Output(topic, key, model)]` and publishes what it returns. Every score
+record goes to `turnwatch.scores`; a flagged session also goes to `turnwatch.incidents` as an
+`Incident` (the de-identified session, its score record and the flag reasons). The flag is the
+regression loop's rules (`scorers.flagging.Flagger`) when given, else `incident_reasons`: a
+critical failure or failed joint success. Records are keyed by session id, so a consumer
+deduplicates a redelivered revision on (session_id, revision, part).
+
+Deterministic results never wait for a judge. With a judge that calls out (an endpoint) and the
+bus's `publish`, a revision's record comes in two parts: the `checks` part (and its incident, when
+the checks flag it) is published as soon as the checks finish, and the judge metrics follow from
+the backlog as the `judged` part, the same checks repeated with `metrics` filled in (and an
+incident when only the judge metrics flag it: one incident per revision). Without `publish`, or
+with the built-in heuristic judge (no network), one `complete` record goes out once judging ends.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
 
 from turnwatch.scorers.checks import selected
-from turnwatch.scorers.checks.base import CheckSpec, Context, Unscored
 from turnwatch.scorers.checks.budgets import measure
 from turnwatch.scorers.checks.disclosure import OwnerIndex
 from turnwatch.scorers.config import ScorerConfig
-from turnwatch.scorers.contract import DEFAULT_CRITICAL, Contract
+from turnwatch.scorers.contract import DEFAULT_CRITICAL
+from turnwatch.scorers.judge.backlog import Backlog
 from turnwatch.scorers.judge.evaluate import JudgeEvaluator
 from turnwatch.scorers.registry import ContractRegistry
+from turnwatch.scorers.scorer import Context, check_result, run_scorer
 from turnwatch.scorers.summary import first_broken_transition, joint_success, slices
-from turnwatch.scorers.transcript import Transcript
 
+from turnwatch.bus.records import INCIDENTS, SCORES, Output, Record, RecordTooLarge
+from turnwatch.incidents import Incident
 from turnwatch.schema import Session
 from turnwatch.scores import (
     CheckResult,
     ContractRef,
-    Finding,
     Level,
+    Part,
     ScoreRecord,
     Severity,
-    Status,
 )
 
-SCORES_TOPIC = "turnwatch.scores"
-INCIDENTS_TOPIC = "turnwatch.incidents"
+log = logging.getLogger("turnwatch.scorers")
 
 Flag = Callable[[Session, ScoreRecord], list[str]]
 """(session, its score record) -> the reasons it is an incident; empty = not one."""
 
-log = logging.getLogger(__name__)
-
-
-class Published(NamedTuple):
-    """One record for the bus; field names match the bus's `Output`, so either can be used."""
-
-    topic: str
-    key: str
-    record: dict[str, Any]
+Publish = Callable[[str, str, Record], Awaitable[None]]
+"""The bus's `publish(topic, key, record)`: returns once the record is safe."""
 
 
 class Scorer:
@@ -78,15 +78,33 @@ class Scorer:
         # Pass a JudgeEvaluator built on the service's metrics registry to export judge metrics.
         self.judge = judge if judge is not None else JudgeEvaluator(config.judge)
 
+    def context(self, session: Session) -> Context:
+        return Context.of(session, self.registry.for_service(session.service), self.config)
+
     def score(self, session: Session) -> ScoreRecord:
-        contract = self.registry.for_service(session.service)
-        ctx = Context(session, Transcript(session), contract, self.config)
+        return self.record(self.context(session))
+
+    __call__ = score
+
+    async def score_with_judge(self, session: Session) -> ScoreRecord:
+        """The checks' record with the judge metrics filled in (sampled; [] when not judged),
+        waiting for the judge up to its session deadline."""
+        ctx = self.context(session)
+        record = self.record(ctx)
+        if not self.judge.wanted(ctx):
+            return record
+        judgement = await self.judge.judge_session(ctx)
+        self.judge.telemetry.sessions.labels(judgement.ending).inc()
+        return record.model_copy(update={"metrics": judgement.scores})
+
+    def record(self, ctx: Context) -> ScoreRecord:
+        session, contract = ctx.session, ctx.contract
         # Without a contract, disclosure is still critical: it needs no contract to be wrong.
         critical = set(contract.critical if contract is not None else DEFAULT_CRITICAL)
         by_level: dict[Level, list[CheckResult]] = {level: [] for level in Level}
         ordered = []
         for spec in self.checks:
-            result = self._run(spec, ctx, contract, spec.name in critical)
+            result = check_result(spec.name, run_scorer(spec, ctx), spec.name in critical)
             by_level[spec.level].append(result)
             ordered.append(result)
         results = {result.check: result for result in ordered}
@@ -116,94 +134,99 @@ class Scorer:
             budgets=measure(session, self.config.prices),
         )
 
-    __call__ = score
-
-    async def score_with_judge(self, session: Session) -> ScoreRecord:
-        """The checks' record with the judge metrics filled in (sampled; [] when not judged)."""
-        record = self.score(session)
-        contract = self.registry.for_service(session.service)
-        role = contract.chatbot_role if contract is not None else None
-        record.metrics = await self.judge.evaluate(session, role)
-        return record
-
-    def _run(
-        self, spec: CheckSpec, ctx: Context, contract: Contract | None, critical: bool
-    ) -> CheckResult:
-        if spec.needs_contract and contract is None:
-            return _unscored(spec, f"no contract for service {ctx.session.service!r}")
-        try:
-            verdict = spec.run(ctx)
-        except Exception as exc:  # a broken check must not sink the other checks' results
-            log.warning(
-                "check failed",
-                extra={
-                    "check": spec.name,
-                    "session_id": ctx.session.session_id,
-                    "error": type(exc).__name__,
-                },
-            )
-            return _unscored(spec, f"check raised {type(exc).__name__}")
-        if isinstance(verdict, Unscored):
-            return _unscored(spec, verdict.reason)
-        findings = [
-            Finding(
-                check=spec.name,
-                turn_index=draft.turn_index,
-                severity=Severity.CRITICAL if critical else draft.severity,
-                explanation=draft.explanation,
-            )
-            for draft in verdict.drafts
-        ]
-        return CheckResult(
-            check=spec.name,
-            status=Status.FAILED if findings else Status.PASSED,
-            value=verdict.value,
-            findings=findings,
-        )
-
-
-def _unscored(spec: CheckSpec, reason: str) -> CheckResult:
-    return CheckResult(check=spec.name, status=Status.UNSCORED, unscored_reason=reason)
-
 
 def is_incident(record: ScoreRecord) -> bool:
-    return bool(record.critical_failures) or record.joint_success.value is False
+    return bool(incident_reasons(record))
 
 
-def incident_record(session: Session, record: ScoreRecord, reasons: list[str]) -> dict[str, Any]:
-    """The incident envelope: top-level ids for the bus's dedupe, the score, the session."""
-    return {
-        "schema_version": record.schema_version,
-        "session_id": record.session_id,
-        "revision": record.revision,
-        "service": record.service,
-        "reasons": reasons,
-        "score": record.model_dump(mode="json"),
-        "session": session.model_dump(mode="json"),
-    }
+def incident_reasons(record: ScoreRecord) -> list[str]:
+    """The flag of a scorer without flagging rules: a critical failure or failed joint success."""
+    reasons = ["critical_failure"] if record.critical_failures else []
+    if record.joint_success.value is False:
+        reasons.append("joint_failure")
+    return reasons
 
 
-def bus_processor(
-    scorer: Scorer, flag: Flag | None = None
-) -> Callable[[Session], Awaitable[list[Published]]]:
-    """The scorer role's processor: a session in, its score record (and incident) out as JSON.
+class ScoringProcessor:
+    """The scorer role's processor: a session in, its score record (and incident) out.
 
     Scoring runs inline on the bus's event loop: the checks are pure CPU work of a few
     milliseconds per session (see benchmarks/checks.py), and the owner index is not shared across
-    threads; judge calls are awaited, paced by the judge's own limits.
+    threads. Judge calls to an endpoint run in the backlog, paced by the judge's own limits.
     """
 
-    async def process(session: Session) -> list[Published]:
-        record = await scorer.score_with_judge(session)
-        payload = record.model_dump(mode="json")
-        published = [Published(SCORES_TOPIC, record.session_id, payload)]
-        if flag is not None:
-            reasons = flag(session, record)
-            if reasons:
-                envelope = incident_record(session, record, reasons)
-                published.append(Published(INCIDENTS_TOPIC, record.session_id, envelope))
-        elif is_incident(record):
-            published.append(Published(INCIDENTS_TOPIC, record.session_id, payload))
+    def __init__(self, scorer: Scorer, flag: Flag | None = None, publish: Publish | None = None):
+        self.scorer = scorer
+        self.flag = flag
+        self.publish = publish
+        judge = scorer.judge
+        self.backlog = Backlog(judge.config.max_sessions_in_flight, judge.telemetry)
+
+    async def __call__(self, session: Session) -> list[Output]:
+        judge = self.scorer.judge
+        if self.publish is None or not judge.remote:
+            return self._outputs(session, await self.scorer.score_with_judge(session))
+        ctx = self.scorer.context(session)
+        record = self.scorer.record(ctx)
+        if not judge.wanted(ctx):
+            return self._outputs(session, record)
+        if self.backlog.full():
+            judge.telemetry.sessions.labels("backlog_full").inc()
+            unjudged = judge.unscored("backlog_full")
+            return self._outputs(session, record.model_copy(update={"metrics": unjudged}))
+        checks = record.model_copy(update={"part": Part.CHECKS})
+        outputs = self._outputs(session, checks)
+        # Published here rather than returned, so the judged part can never overtake it.
+        await self._publish(outputs)
+        self.backlog.start(self._judge(ctx, checks, flagged=len(outputs) > 1))
+        return []
+
+    async def _judge(self, ctx: Context, checks: ScoreRecord, flagged: bool) -> None:
+        judge = self.scorer.judge
+        judgement = await judge.judge_session(ctx, self.backlog.stopping)
+        update = {"part": Part.JUDGED, "metrics": judgement.scores, "scored_at": datetime.now(UTC)}
+        try:
+            outputs = self._outputs(ctx.session, checks.model_copy(update=update))
+            # The flag runs either way (drift baselines learn from every judged record), but a
+            # revision is one incident: the checks part already published it.
+            refused = await self._publish(outputs[:1] if flagged else outputs)
+        except Exception as exc:  # a flag rule's bug, or the bus closed under us: log, count
+            log.warning("judged score record not published", extra={"error": type(exc).__name__})
+            refused = 1
+        outcome = "publish_failed" if refused else judgement.ending
+        judge.telemetry.sessions.labels(outcome).inc()
+
+    def _outputs(self, session: Session, record: ScoreRecord) -> list[Output]:
+        published = [Output(SCORES, record.session_id, record)]
+        flag = self.flag
+        reasons = flag(session, record) if flag is not None else incident_reasons(record)
+        if reasons:
+            incident = Incident.of(session, record, reasons)
+            published.append(Output(INCIDENTS, record.session_id, incident))
         return published
 
-    return process
+    async def _publish(self, outputs: Sequence[Output]) -> int:
+        """Publish each output; the number the bus refused as too large (it counts them)."""
+        assert self.publish is not None
+        refused = 0
+        for output in outputs:
+            try:
+                await self.publish(output.topic, output.key, output.record)
+            except RecordTooLarge:
+                refused += 1
+        return refused
+
+    async def drain(self, timeout: float) -> None:
+        """At shutdown: finish (or cut short) the sessions being judged, publish their parts."""
+        await self.backlog.drain(timeout)
+
+    def readiness(self) -> str | None:
+        return self.scorer.judge.readiness()
+
+
+def bus_processor(
+    scorer: Scorer, flag: Flag | None = None, publish: Publish | None = None
+) -> ScoringProcessor:
+    """The scorer role's processor; give it the bus's `publish` so judge metrics follow the
+    checks instead of holding them back."""
+    return ScoringProcessor(scorer, flag, publish)

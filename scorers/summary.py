@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from turnwatch.scorers.checks.base import Context
 from turnwatch.scorers.checks.facts import timeline
 from turnwatch.scorers.checks.outcome import escalation_point
 from turnwatch.scorers.phrases import ADVERSARIAL, REFUSAL
+from turnwatch.scorers.scorer import Context
 
 from turnwatch.schema import Role
 from turnwatch.scores import (

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from turnwatch.scorers.phrases import tokens
 
 from turnwatch.schema import JsonValue, Role, Session, ToolCall, Turn
+from turnwatch.tokens import value_part
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,11 +53,6 @@ def json_tokens(value: JsonValue) -> list[tuple[str, str]]:
     return found
 
 
-def hex_of(token: str) -> str:
-    """The value part of a token: the same value detected as two types shares it."""
-    return token[-9:-1]
-
-
 class Transcript:
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -71,7 +67,7 @@ class Transcript:
                 found = tokens(turn.text)
                 self.text_tokens[turn.index] = found
                 if turn.role is Role.USER:
-                    self.user_hexes.update(hex_of(token) for token, _ in found)
+                    self.user_hexes.update(value_part(token) for token, _ in found)
             for tool_call in turn.tool_calls:
                 call = Call(turn.index, len(self.calls), tool_call)
                 self.calls.append(call)

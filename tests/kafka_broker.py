@@ -231,17 +231,13 @@ def topic_size(bootstrap: str, topic: str) -> int:
 
 
 # A scorer plugin for the role tests (`bus.scorer_processor: tests.kafka_broker:score_echo`):
-# it publishes one score-shaped record per session, so a test can see outputs and redeliveries.
+# it publishes one minimal score record per session, so a test can see outputs and redeliveries.
 async def score_echo(session):
     import asyncio
 
+    from tests.test_exporter import score_record
     from turnwatch.bus.records import SCORES, Output
 
     await asyncio.sleep(float(os.environ.get("TURNWATCH_TEST_SCORER_DELAY", "0")))
-    record = {
-        "schema_version": 1,
-        "session_id": session.session_id,
-        "revision": session.revision,
-        "scorer_pid": os.getpid(),
-    }
+    record = score_record(session.session_id, session.revision, session.service)
     return [Output(SCORES, session.session_id, record)]

@@ -10,6 +10,7 @@ from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.wal.metrics import WalMetrics
 from turnwatch.exporters.regressions.metrics import RegressionMetrics
 from turnwatch.exporters.score_metrics import ScoreMetrics
+from turnwatch.exporters.sessions.metrics import AgreementMetrics, SessionStoreMetrics
 from turnwatch.scorers.judge.telemetry import JudgeTelemetry
 
 from turnwatch.bus.metrics import BusMetrics
@@ -24,4 +25,6 @@ def full_registry() -> CollectorRegistry:
     JudgeTelemetry(registry)
     ScoreMetrics(registry)
     RegressionMetrics(registry)
+    SessionStoreMetrics(registry)
+    AgreementMetrics(registry)
     return registry

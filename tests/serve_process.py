@@ -19,7 +19,8 @@ from pathlib import Path
 
 from tests.otlp_requests import metric_value
 from tests.waiting import eventually
-from turnwatch.bus.records import INCIDENTS, SCORES, SESSIONS, Output
+from turnwatch.bus.records import INCIDENTS, SCORES, SESSIONS, ExporterRecord, Output
+from turnwatch.scores import ScoreRecord
 
 ROOT = Path(__file__).resolve().parent.parent
 SCORE_LOG = "TURNWATCH_TEST_SCORE_LOG"
@@ -34,10 +35,10 @@ BASE_ENV = {
 }
 
 
-async def log_score(topic: str, record: dict) -> list[Output]:
+async def log_score(topic: str, record: ExporterRecord) -> list[Output]:
     """Exporter plug-in: one line per score record, appended (O_APPEND: whole lines only)."""
-    if topic == SCORES:
-        line = json.dumps({"session_id": record["session_id"], "revision": record["revision"]})
+    if isinstance(record, ScoreRecord):
+        line = json.dumps({"session_id": record.session_id, "revision": record.revision})
         descriptor = os.open(os.environ[SCORE_LOG], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(descriptor, f"{line}\n".encode())

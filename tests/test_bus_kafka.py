@@ -231,7 +231,8 @@ def test_a_poison_record_goes_to_the_dead_letter_topic_and_the_partition_flows(b
         consumer = asyncio.create_task(bus.consume([SESSIONS], "poison-test", scorer, stop))
         await asyncio.wait_for(last_one_seen.wait(), timeout=30)
         with pytest.raises(RecordTooLarge):
-            await bus.publish(SESSIONS, "big", {"schema_version": 1, "blob": "x" * 70_000})
+            big = _session("big").model_copy(update={"system_instructions": ["x" * 70_000]})
+            await bus.publish(SESSIONS, "big", big)
         stop.set()
         await consumer
         await bus.close()

@@ -59,7 +59,6 @@ import json, sys
 from pathlib import Path
 from prometheus_client import CollectorRegistry
 from turnwatch import collector
-from turnwatch import collector
 from turnwatch.collector import otlp_json, otlp_proto
 from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.otlp_common import DecodeLimits
@@ -136,13 +135,13 @@ def test_compiled_and_pure_python_rebuild_the_same_sessions(tmp_path):
     spans.append(chat_span("conv-bad", 0, span_id=b"\x00" * 8))  # rejected: all-zero span id
     (inputs / "protobuf.bin").write_bytes(trace_request(spans).SerializeToString())
 
+    # The source laid out as the import package (turnwatch/, with collector/, scorers/ and
+    # exporters/ inside it), minus the extensions; first on PYTHONPATH, it shadows the install.
     pure_root = tmp_path / "pure"
-    for package in ("collector", "turnwatch"):
-        shutil.copytree(
-            ROOT / package,
-            pure_root / package,
-            ignore=shutil.ignore_patterns(f"*{EXTENSION_SUFFIX}", "__pycache__"),
-        )
+    skip = shutil.ignore_patterns(f"*{EXTENSION_SUFFIX}", "__pycache__")
+    shutil.copytree(ROOT / "turnwatch", pure_root / "turnwatch", ignore=skip)
+    for stage in ("collector", "scorers", "exporters"):
+        shutil.copytree(ROOT / stage, pure_root / "turnwatch" / stage, ignore=skip)
     pure = rebuild(pure_root, inputs)
     installed = rebuild(ROOT, inputs)
 

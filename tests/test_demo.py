@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -84,6 +85,7 @@ class Row:
     tagged: set[str]
     incident: bool
     result: str
+    session: str
 
 
 @dataclass
@@ -99,10 +101,12 @@ class DemoRun:
         rows = {}
         for line in self.stdout.splitlines():
             cells = re.split(r"\s{2,}", line.strip())
-            if cells[0] in names and len(cells) == 8:
+            if cells[0] in names and len(cells) == 9:
                 sets = [set() if cell == "-" else set(cell.split(",")) for cell in cells[3:6]]
                 incident = cells[6] == "yes"
-                rows[cells[0]] = Row(cells[0], cells[1], cells[2], *sets, incident, cells[7])
+                rows[cells[0]] = Row(
+                    cells[0], cells[1], cells[2], *sets, incident, cells[7], cells[8]
+                )
         return rows
 
 
@@ -172,6 +176,56 @@ def test_every_failure_slice_is_caught_by_its_check(demo):
     for scenario, tag in TAGGED.items():
         assert tag in rows[scenario].tagged, rows[scenario]
     assert "failure slices 8/8 caught" in demo.stdout
+
+
+def test_the_summary_names_each_session_and_where_to_open_it(demo):
+    rows = demo.rows()
+    assert all(re.fullmatch(r"[0-9a-f]{32}", row.session) for row in rows.values())
+    first_failed = re.search(r"failed session +http://\S+/ui/sessions/([0-9a-f]{32})", demo.stdout)
+    first_failed = first_failed.group(1)
+    assert {row.joint for row in rows.values() if row.session == first_failed} == {"FAIL"}
+    assert f"turnwatch sessions --data-dir {demo.data_dir} show <session>" in demo.stdout
+    code = subprocess.run(
+        [sys.executable, "-m", "turnwatch", "sessions", "--data-dir", str(demo.data_dir),
+         "show", first_failed], capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert code.returncode == 0 and "!! CRITICAL" in code.stdout
+
+
+def test_keep_serving_opens_onto_the_web_view_two_clicks_from_a_failed_finding(tmp_path):
+    import httpx
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(BLOCK_OUTBOUND)
+    env = {key: value for key, value in os.environ.items() if not key.startswith("TURNWATCH_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(ROOT)])
+    command = [sys.executable, "-m", "turnwatch", "demo", "--keep-serving", "--otlp-port", "0"]
+    command += ["--grpc-port", "0", "--ops-port", "0", "--data-dir", str(tmp_path / "data")]
+    stderr = (tmp_path / "stderr").open("w+")
+    process = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                               stderr=stderr, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + DEMO_SECONDS + 60
+        found = None
+        while found is None and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.5)
+            found = re.search(r"Open the web view: (http://\S+/ui/)", Path(stderr.name).read_text())
+        assert found, Path(stderr.name).read_text()[-3000:]
+        client = httpx.Client(timeout=30)
+        landing = client.get(found.group(1))  # click 1: the address the demo printed
+        assert landing.status_code == 200
+        failed = re.search(r'Latest failed sessions.*?href="(/ui/sessions/[0-9a-f]{32}[^"]*)"',
+                           landing.text, re.DOTALL)  # fmt: skip
+        page = client.get(
+            found.group(1).removesuffix("/ui/") + failed.group(1).replace("&amp;", "&")
+        )
+        assert page.status_code == 200  # click 2: the first failed session
+        assert 'class="finding' in page.text and "first broken transition:" in page.text
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+        stderr.close()
 
 
 def test_healthy_conversations_have_no_critical_failure(demo):

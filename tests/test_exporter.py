@@ -11,10 +11,14 @@ from prometheus_client import CollectorRegistry, generate_latest
 from pydantic import ValidationError
 from turnwatch.exporters.config import ExporterConfig
 from turnwatch.exporters.labels import OTHER, LabelLimiter, reason_code
-from turnwatch.exporters.score_exporter import RevisionLog, ScoreExporter
+from turnwatch.exporters.score_exporter import ScoreExporter
 
+from tests.test_scorers_builders import session as built_session
+from tests.test_scorers_builders import user
 from turnwatch.bus.records import INCIDENTS, SCORES
 from turnwatch.drift import SCORE_BUCKETS, DriftConfig, DriftTracker
+from turnwatch.incidents import Incident
+from turnwatch.revisions import SeenRevisions
 from turnwatch.scores import (
     BudgetUsage,
     CheckResult,
@@ -137,7 +141,7 @@ def test_a_redelivered_revision_is_counted_once():
 
 
 def test_revision_memory_is_bounded():
-    log = RevisionLog(max_entries=100)
+    log = SeenRevisions(max_entries=100)
     for number in range(10_000):
         assert log.first_time(f"session-{number}", 1)
     assert len(log) == 100
@@ -180,15 +184,16 @@ def test_score_outside_zero_one_is_clamped_into_the_histogram():
     assert sample(registry, "turnwatch_session_score_sum", service="support-bot", metric="m") == 1
 
 
-async def test_bus_handler_counts_scores_only_and_rejects_invalid():
+async def test_bus_handler_counts_score_records_not_the_incidents_repeating_them():
     registry = CollectorRegistry()
     exporter = ScoreExporter(registry)
-    payload = score_record().model_dump(mode="json")
-    assert await exporter.handle(SCORES, payload) == ()
-    assert await exporter.handle(INCIDENTS, payload) == ()  # incidents repeat the record
-    assert await exporter.handle(SCORES, {"schema_version": 1, "session_id": "x"}) == ()
+    record = score_record()
+    assert await exporter.handle(SCORES, record) == ()
+    later = score_record(session_id="s-2")
+    incident = Incident.of(built_session(user("hi"), session_id="s-2"), later, ["critical_failure"])
+    assert await exporter.handle(INCIDENTS, incident) == ()
     assert sample(registry, "turnwatch_exporter_records_total", outcome="exported") == 1
-    assert sample(registry, "turnwatch_exporter_records_total", outcome="invalid") == 1
+    assert sample(registry, "turnwatch_sessions_scored_total", service="support-bot") == 1
 
 
 def _tracker(**config: int | float) -> DriftTracker:

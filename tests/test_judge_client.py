@@ -17,7 +17,7 @@ from turnwatch.scorers.judge.task import Answer, Task, Unjudged, Usage
 from turnwatch.scorers.judge.telemetry import JudgeTelemetry
 
 from tests.test_judge_loopback import LoopbackJudge, Reply, running
-from tests.test_judge_metrics import ROLE, conversation
+from tests.test_judge_metrics import context, conversation
 
 SECRET = "sk-test-never-logged-0123456789"
 
@@ -122,7 +122,7 @@ async def test_still_malformed_after_repair_is_unscored_not_zero(server):
             "endpoint": {"base_url": server.base_url, "api_key_env": None},
         }
     )
-    [score] = await JudgeEvaluator(config).evaluate(conversation(10), ROLE)
+    [score] = await JudgeEvaluator(config).evaluate(context(conversation(10)))
     assert score.value is None
     assert score.unscored_reason == "the judge's answer did not match the format, after one repair"
     assert score.metadata["unscored"] == "invalid_verdict"
@@ -206,7 +206,7 @@ async def test_long_turns_are_cut_so_metrics_still_fit(server):
     long = conversation(20)
     for turn in long.turns:
         turn.text = (turn.text or "") + " padding" * 400
-    scores = await JudgeEvaluator(config).evaluate(long, ROLE)
+    scores = await JudgeEvaluator(config).evaluate(context(long))
     assert all(score.value is not None for score in scores), [s.unscored_reason for s in scores]
     assert all(len(r["messages"][1]["content"]) < 4_000 for r in server.requests)
 
@@ -221,13 +221,13 @@ async def test_budget_exhaustion_skips_and_counts(server):
         }
     )
     evaluator = JudgeEvaluator(config, registry)
-    scores = await evaluator.evaluate(conversation(10), ROLE)
+    scores = await evaluator.evaluate(context(conversation(10)))
     assert len(server.requests) == 2
     skipped = [score for score in scores if score.value is None]
     assert skipped and all(s.metadata["unscored"] == "budget_calls" for s in skipped)
     assert sample(registry, "turnwatch_judge_skipped_total", reason="budget_calls") >= 1
     # A different session later in the hour: nothing sent, nothing queued.
-    await evaluator.evaluate(conversation(12), ROLE)
+    await evaluator.evaluate(context(conversation(12)))
     assert len(server.requests) == 2
 
 

@@ -9,7 +9,7 @@ from turnwatch.scorers.judge.evaluate import JudgeEvaluator
 from turnwatch.scorers.judge.sampling import judged
 from turnwatch.scorers.runner import bus_processor
 
-from tests.test_judge_metrics import ROLE, conversation
+from tests.test_judge_metrics import context, conversation
 from tests.test_scorers_builders import bot, session, support_scorer, user
 from turnwatch.schema import SamplingDecision, SamplingReason
 
@@ -23,7 +23,7 @@ def by_name(scores: list) -> dict:
 
 
 async def test_heuristic_is_the_default_and_labelled():
-    scores = by_name(await evaluator().evaluate(conversation(20), ROLE))
+    scores = by_name(await evaluator().evaluate(context(conversation(20))))
     assert set(scores) == {
         "turn_relevancy",
         "role_adherence",
@@ -49,7 +49,7 @@ async def test_heuristic_flags_clear_failures():
         user("Can you at least cancel the order?"),
         bot("I can't help with that."),
     )
-    scores = by_name(await evaluator().evaluate(bad, ROLE))
+    scores = by_name(await evaluator().evaluate(context(bad)))
     assert scores["turn_relevancy"].metadata["irrelevant_turns"] == [5]
     assert scores["role_adherence"].metadata["out_of_character_turns"] == [7]
     assert scores["knowledge_retention"].metadata["attrition_turns"] == [3]
@@ -60,17 +60,17 @@ async def test_heuristic_flags_clear_failures():
 async def test_heuristic_leaves_geval_unscored():
     scores = await evaluator(
         metrics=["geval"], geval=[{"name": "tone", "criteria": "Warm and professional."}]
-    ).evaluate(conversation(10), ROLE)
+    ).evaluate(context(conversation(10)))
     assert scores[0].value is None and "heuristic" in scores[0].unscored_reason
 
 
 async def test_no_facts_or_no_exchange_is_unscored_not_zero():
     chat = session(user("Hello"), bot("Hi! How can I help?"))
-    scores = by_name(await evaluator().evaluate(chat, ROLE))
+    scores = by_name(await evaluator().evaluate(context(chat)))
     assert scores["knowledge_retention"].value is None
     assert (
         session(user("Hello")).turns
-        and (await evaluator().evaluate(session(user("Hello")), ROLE))[0].value is None
+        and (await evaluator().evaluate(context(session(user("Hello")))))[0].value is None
     )
 
 
@@ -95,7 +95,7 @@ def test_sampling_is_a_nested_fraction_of_scored_sessions():
 async def test_not_sampled_sessions_get_no_judge_scores():
     registry = CollectorRegistry()
     judge = JudgeEvaluator(JudgeConfig(sample_rate=0.0), registry)
-    assert await judge.evaluate(conversation(10), ROLE) == []
+    assert await judge.evaluate(context(conversation(10))) == []
     assert (
         registry.get_sample_value("turnwatch_judge_skipped_total", {"reason": "not_sampled"}) == 1
     )
@@ -104,10 +104,10 @@ async def test_not_sampled_sessions_get_no_judge_scores():
 async def test_bus_processor_fills_metrics_with_the_contract_persona():
     process = bus_processor(support_scorer())
     [scores, *_] = await process(conversation(10))
-    names = {metric["name"] for metric in scores.record["metrics"]}
+    names = {metric.name for metric in scores.record.metrics}
     assert "role_adherence" in names and "turn_relevancy" in names
-    role = next(m for m in scores.record["metrics"] if m["name"] == "role_adherence")
-    assert role["value"] is not None  # the support-bot contract's chatbot_role was used
+    role = next(m for m in scores.record.metrics if m.name == "role_adherence")
+    assert role.value is not None  # the support-bot contract's chatbot_role was used
 
 
 def test_judge_config_is_a_scorer_config_field():

@@ -27,8 +27,16 @@ class Reply:
     body: Any = None  # a raw JSON body instead (any status)
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    drip: float = 0.0  # seconds between body bytes: every read succeeds, the body never ends
     refusal: str | None = None
     logprobs: Any = None
+
+
+def score_logprobs(alternatives: list[dict[str, Any]]) -> dict[str, Any]:
+    """Logprobs of the G-Eval answer `{"score": 7}` token by token, `alternatives` at the score."""
+    lead = [{"token": text, "logprob": 0.0, "top_logprobs": []} for text in ('{"', "score", '": ')]
+    score = {"token": "7", "logprob": -0.1, "top_logprobs": alternatives}
+    return {"content": [*lead, score, {"token": "}", "logprob": 0.0, "top_logprobs": []}]}
 
 
 def _tokens(text: str) -> int:
@@ -86,6 +94,12 @@ class LoopbackJudge:
             def log_message(self, *args: object) -> None:  # keep test output clean
                 pass
 
+            def drip(self, payload: bytes, interval: float) -> None:
+                for byte in payload:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(interval)
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", "0"))
                 request = json.loads(self.rfile.read(length))
@@ -100,7 +114,10 @@ class LoopbackJudge:
                     self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(payload)))
                     self.end_headers()
-                    self.wfile.write(payload)
+                    if reply.drip:
+                        self.drip(payload, reply.drip)
+                    else:
+                        self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client timed out first
 

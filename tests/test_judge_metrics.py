@@ -7,9 +7,11 @@ import re
 from collections.abc import Iterator
 
 import pytest
+from turnwatch.scorers.contract import Contract
 from turnwatch.scorers.judge.config import JudgeConfig
 from turnwatch.scorers.judge.evaluate import JudgeEvaluator
 from turnwatch.scorers.judge.relevancy import targets
+from turnwatch.scorers.scorer import Context
 
 from tests.test_judge_loopback import LoopbackJudge, Reply, prompt_of, running
 from tests.test_scorers_builders import bot, session, user
@@ -41,6 +43,12 @@ def conversation(turns: int, *, revision: int = 1) -> Session:
     result = session(*built)
     result.revision = revision
     return result
+
+
+def context(built: Session, role: str | None = ROLE) -> Context:
+    """What the scorer hands a judge metric: the session, and a contract naming only the persona."""
+    contract = Contract(service=built.service, version="1", chatbot_role=role) if role else None
+    return Context.of(built, contract)
 
 
 def endpoint_config(server: LoopbackJudge, **overrides: object) -> JudgeConfig:
@@ -77,7 +85,7 @@ async def test_four_metrics_on_twenty_turns_take_at_most_eight_calls(server):
             "conversation_completeness",
         ],
     )
-    scores = by_name(await JudgeEvaluator(config).evaluate(conversation(20), ROLE))
+    scores = by_name(await JudgeEvaluator(config).evaluate(context(conversation(20))))
     assert len(server.requests) <= 8
     assert all(score.value is not None for score in scores.values()), scores
     relevancy = scores["turn_relevancy"]
@@ -98,7 +106,7 @@ async def test_relevancy_windows_stride_and_batches(server):
         relevancy={"window": 2, "stride": 2, "windows_per_call": 3},
     )
     server.irrelevant_turns = {7}
-    [score] = await JudgeEvaluator(config).evaluate(conversation(40), ROLE)
+    [score] = await JudgeEvaluator(config).evaluate(context(conversation(40)))
     # 20 exchanges, stride 2 -> windows 1, 3, ..., 19 (10 windows) in batches of 3 -> 4 calls.
     prompts = server.prompts("turn relevancy")
     assert len(prompts) == 4
@@ -114,7 +122,7 @@ async def test_relevancy_windows_stride_and_batches(server):
 
 async def test_relevancy_span_is_sent_once_per_batch(server):
     config = endpoint_config(server, metrics=["turn_relevancy"])
-    await JudgeEvaluator(config).evaluate(conversation(20), ROLE)
+    await JudgeEvaluator(config).evaluate(context(conversation(20)))
     [prompt] = server.prompts("turn relevancy")
     # Each turn appears once although it is context of up to three windows.
     assert prompt.count("[5] assistant:") == 1
@@ -128,7 +136,7 @@ async def test_role_adherence_chunks_long_sessions_with_overlap(server):
         role={"overlap_turns": 2},
     )
     server.out_of_character = {13, 33}
-    [score] = await JudgeEvaluator(config).evaluate(conversation(40), ROLE)
+    [score] = await JudgeEvaluator(config).evaluate(context(conversation(40)))
     prompts = server.prompts("role adherence")
     assert len(prompts) > 1
     shown = [[int(n) for n in re.findall(r"^\[(\d+)\] ", p, re.M)] for p in prompts]
@@ -142,10 +150,10 @@ async def test_role_adherence_chunks_long_sessions_with_overlap(server):
 
 async def test_role_adherence_single_pass_and_needs_a_persona(server):
     config = endpoint_config(server, metrics=["role_adherence"])
-    [score] = await JudgeEvaluator(config).evaluate(conversation(20), ROLE)
+    [score] = await JudgeEvaluator(config).evaluate(context(conversation(20)))
     assert len(server.requests) == 1 and score.value == 1.0
     assert ROLE in prompt_text(server)
-    [missing] = await JudgeEvaluator(config).evaluate(conversation(20), None)
+    [missing] = await JudgeEvaluator(config).evaluate(context(conversation(20), None))
     assert missing.value is None and "persona" in missing.unscored_reason
 
 
@@ -155,7 +163,7 @@ def prompt_text(server: LoopbackJudge) -> str:
 
 async def test_knowledge_retention_extracts_with_tokens_and_batches_verification(server):
     config = endpoint_config(server, metrics=["knowledge_retention"])
-    [score] = await JudgeEvaluator(config).evaluate(conversation(20), ROLE)
+    [score] = await JudgeEvaluator(config).evaluate(context(conversation(20)))
     extraction = server.prompts("extract facts")
     verification = server.prompts("knowledge retention")
     # Turns 0 and 2 carry tokens / patterns; the others mention numbers and go to one call.
@@ -178,14 +186,14 @@ async def test_knowledge_retention_counts_attrition_of_earlier_facts_only(server
         return None
 
     server.responder = answer
-    [score] = await JudgeEvaluator(config).evaluate(conversation(10), ROLE)
+    [score] = await JudgeEvaluator(config).evaluate(context(conversation(10)))
     assert score.metadata["attrition_turns"] == [5]
     assert score.value == 4 / 5
 
 
 async def test_completeness_two_calls_whatever_the_intentions(server):
     config = endpoint_config(server, metrics=["conversation_completeness"])
-    [score] = await JudgeEvaluator(config).evaluate(conversation(20), ROLE)
+    [score] = await JudgeEvaluator(config).evaluate(context(conversation(20)))
     assert len(server.requests) == 2
     [intentions] = server.prompts("user intentions")
     assert "assistant:" not in intentions  # user turns only
@@ -224,8 +232,8 @@ async def test_geval_steps_once_and_logprob_weighting(server):
         geval=[{"name": "empathy", "criteria": "The agent acknowledges the user's frustration."}],
     )
     evaluator = JudgeEvaluator(config)
-    [first] = await evaluator.evaluate(conversation(10), ROLE)
-    [second] = await evaluator.evaluate(conversation(12), ROLE)
+    [first] = await evaluator.evaluate(context(conversation(10)))
+    [second] = await evaluator.evaluate(context(conversation(12)))
     assert len(server.prompts("write evaluation steps")) == 1
     assert len(server.prompts("score a conversation")) == 2
     assert first.name == "geval.empathy"
@@ -240,9 +248,9 @@ async def test_revision_rejudges_only_what_changed(server):
         relevancy={"windows_per_call": 5},
     )
     evaluator = JudgeEvaluator(config)
-    await evaluator.evaluate(conversation(20), ROLE)
+    await evaluator.evaluate(context(conversation(20)))
     first = len(server.requests)
-    scores = by_name(await evaluator.evaluate(conversation(22, revision=2), ROLE))
+    scores = by_name(await evaluator.evaluate(context(conversation(22, revision=2))))
     sent = server.requests[first:]
     # Relevancy windows 0-4 and 5-9 are cached; only the batch with window 10 is sent.
     relevancy = [r for r in sent if r["messages"][1]["content"].startswith("Task: turn rel")]
@@ -252,5 +260,5 @@ async def test_revision_rejudges_only_what_changed(server):
     assert scores["turn_relevancy"].metadata["calls"] == 1
     # Unchanged revision: everything from the cache, nothing sent.
     again = len(server.requests)
-    await evaluator.evaluate(conversation(22, revision=2), ROLE)
+    await evaluator.evaluate(context(conversation(22, revision=2)))
     assert len(server.requests) == again

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = {
     "turnwatch.collector": ROOT / "collector",
@@ -166,3 +168,14 @@ def test_the_import_reader_sees_top_level_and_lazy_imports(tmp_path):
         "turnwatch.scorers",
     ]
     assert len(modules()) > 100 and "turnwatch.collector.sessionizer" in modules()
+
+
+def test_the_public_surface_is_declared_once_and_resolves():
+    import turnwatch
+
+    for name in turnwatch.__all__:
+        assert getattr(turnwatch, name) is not None, name
+    assert turnwatch.Output._fields == ("topic", "key", "record")
+    assert turnwatch.SCORES == "turnwatch.scores"
+    with pytest.raises(AttributeError, match="no attribute 'Sessionizer'"):
+        turnwatch.Sessionizer  # noqa: B018 - internal names are not part of the surface

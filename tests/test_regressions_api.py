@@ -13,7 +13,7 @@ import pytest
 from turnwatch.exporters.regressions.config import RegressionConfig
 from turnwatch.scorers.flagging import Flagger
 
-from tests.test_regressions_cases import refund_over_limit, store_at, support_scorer
+from tests.test_regressions_cases import incident, refund_over_limit, store_at
 from tests.test_scorers_builders import bot, call, session, user
 from tests.waiting import eventually
 from turnwatch.schema import SamplingDecision, SamplingReason
@@ -53,7 +53,6 @@ def forced_error(built):
 def api(tmp_path):
     store, _ = store_at(tmp_path)
     flag = Flagger(RegressionConfig())
-    scorer = support_scorer()
     base = datetime(2025, 3, 1, tzinfo=UTC)
     # Five distinct failures (five cases), one hour apart, plus a recurrence of the first.
     failing = [
@@ -64,12 +63,9 @@ def api(tmp_path):
         forced_error(session(user("x"), bot("Sorry."), session_id="o-1", service="other-bot")),
     ]
     for hour, built in enumerate(failing):
-        record = scorer.score(built)
-        outcome = store.record(built, record, flag(built, record), base + timedelta(hours=hour))
+        outcome = store.record(incident(flag, built), base + timedelta(hours=hour))
         assert outcome == "new_case"
-    again = refund_over_limit("r-2")
-    record = scorer.score(again)
-    store.record(again, record, flag(again, record), base + timedelta(hours=9))
+    store.record(incident(flag, refund_over_limit("r-2")), base + timedelta(hours=9))
     process = subprocess.Popen(
         [sys.executable, "-c", SERVER, str(store.directory), TOKEN],
         cwd=ROOT,
@@ -143,6 +139,6 @@ def test_pages_filters_and_detail(api):
 
     detail = client.get(f"/api/incidents/{seen[0]['id']}", headers=auth())
     assert detail.status_code == 200
-    assert detail.json() == store.get(seen[0]["id"])
+    assert detail.json() == store.get(seen[0]["id"]).to_json()
     for missing in ("rc-0000000000000000", "..%2F..%2Fetc%2Fpasswd", "rc-zz"):
         assert client.get(f"/api/incidents/{missing}", headers=auth()).status_code == 404

@@ -19,7 +19,7 @@ from turnwatch.exporters.regressions.schema import SCHEMA_PATH, CaseInvalid, val
 from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
 from turnwatch.scorers.flagging import Flagger
 from turnwatch.scorers.registry import ContractRegistry, load_contract
-from turnwatch.scorers.runner import INCIDENTS_TOPIC, SCORES_TOPIC, bus_processor
+from turnwatch.scorers.runner import bus_processor
 
 from tests.conftest import make_settings, start_service
 from tests.otel_chatbot import Exchange, provider_with, run_conversation
@@ -34,7 +34,13 @@ from tests.test_scorers_builders import (
     support_scorer,
     user,
 )
-from turnwatch.bus.records import INCIDENTS
+from turnwatch.bus.base import RecordProcessor
+from turnwatch.bus.config import BusConfig
+from turnwatch.bus.embedded import EmbeddedBus
+from turnwatch.bus.metrics import BusMetrics
+from turnwatch.bus.records import INCIDENTS, SCORES, encode
+from turnwatch.incidents import Incident
+from turnwatch.revisions import SeenRevisions
 from turnwatch.schema import SamplingDecision, SamplingReason
 from turnwatch.scores import Score
 
@@ -79,9 +85,9 @@ def store_at(tmp_path, **config: object) -> tuple[CaseStore, CollectorRegistry]:
     return store, registry
 
 
-def incident(flagger: Flagger, built):
+def incident(flagger: Flagger, built) -> Incident:
     record = support_scorer().score(built)
-    return built, record, flagger(built, record)
+    return Incident.of(built, record, flagger(built, record))
 
 
 def counted(registry: CollectorRegistry, outcome: str) -> float:
@@ -120,7 +126,7 @@ def test_flagging_rules():
 
 def test_a_flagged_session_becomes_a_case_in_the_dataset_schema(tmp_path):
     store, registry = store_at(tmp_path, dataset_version="support-mt-4")
-    assert store.record(*incident(Flagger(RegressionConfig()), refund_over_limit())) == "new_case"
+    assert store.record(incident(Flagger(RegressionConfig()), refund_over_limit())) == "new_case"
 
     [file] = sorted(regressions_dir(tmp_path).iterdir())
     case = json.loads(file.read_text(encoding="utf-8"))
@@ -173,31 +179,28 @@ def test_a_flagged_session_becomes_a_case_in_the_dataset_schema(tmp_path):
 def test_recurrences_collapse_into_one_case_with_a_count(tmp_path):
     store, registry = store_at(tmp_path)
     flag = Flagger(RegressionConfig())
-    assert store.record(*incident(flag, refund_over_limit("s-1"))) == "new_case"
+    assert store.record(incident(flag, refund_over_limit("s-1"))) == "new_case"
     # At-least-once delivery: the same revision again is a no-op.
-    assert store.record(*incident(flag, refund_over_limit("s-1"))) == "duplicate"
+    assert store.record(incident(flag, refund_over_limit("s-1"))) == "duplicate"
     # The same failure in another conversation (at another turn index) is an occurrence.
     later = refund_over_limit("s-2", user_id=BOB)
     later.turns.insert(0, later.turns[0].model_copy(update={"text": "Hello."}))
     for index, turn in enumerate(later.turns):
         turn.index = index
-    assert store.record(*incident(flag, later)) == "recurrence"
+    assert store.record(incident(flag, later)) == "recurrence"
     # A later revision of a listed session updates it without counting it again.
-    assert store.record(*incident(flag, refund_over_limit("s-1", revision=2))) == "new_revision"
+    assert store.record(incident(flag, refund_over_limit("s-1", revision=2))) == "new_revision"
 
     [case] = list(store.cases())
-    assert case["occurrence_count"] == 2
-    assert [(o["session_id"], o["revision"]) for o in case["occurrences"]] == [
-        ("s-2", 1),
-        ("s-1", 2),
-    ]
-    assert case["provenance"]["revision"] == 2  # the exemplar follows its latest revision
+    assert case.occurrence_count == 2
+    assert [(o.session_id, o.revision) for o in case.occurrences] == [("s-2", 1), ("s-1", 2)]
+    assert case.provenance.revision == 2  # the exemplar follows its latest revision
     assert len(list(regressions_dir(tmp_path).iterdir())) == 1
     assert counted(registry, "duplicate") == 1
 
     # A restarted exporter rebuilds its view from the files: the redelivery stays a no-op.
     reopened, _ = store_at(tmp_path)
-    assert reopened.record(*incident(flag, refund_over_limit("s-2", user_id=BOB))) == "duplicate"
+    assert reopened.record(incident(flag, refund_over_limit("s-2", user_id=BOB))) == "duplicate"
 
 
 def test_retention_evicts_the_least_recently_seen_case_and_counts_it(tmp_path):
@@ -205,50 +208,61 @@ def test_retention_evicts_the_least_recently_seen_case_and_counts_it(tmp_path):
     flag = Flagger(RegressionConfig())
     deleting = session(user("delete me"), bot(None, call("delete_account_data")), session_id="d")
     unknown = session(user("hi"), bot(None, call("launch_rocket")), session_id="u")
-    assert store.record(*incident(flag, refund_over_limit("r"))) == "new_case"
-    assert store.record(*incident(flag, deleting)) == "new_case"
+    assert store.record(incident(flag, refund_over_limit("r"))) == "new_case"
+    assert store.record(incident(flag, deleting)) == "new_case"
     # Seeing the refund case again makes the deletion case the least recently seen.
-    assert store.record(*incident(flag, refund_over_limit("r2"))) == "recurrence"
-    assert store.record(*incident(flag, unknown)) == "new_case"
-    checks = sorted(s["check"] for s in store.summaries())
+    assert store.record(incident(flag, refund_over_limit("r2"))) == "recurrence"
+    assert store.record(incident(flag, unknown)) == "new_case"
+    checks = sorted(s.check for s in store.summaries())
     assert checks == ["approval+forbidden_action", "tool_selection"]
     assert registry.get_sample_value("turnwatch_regression_cases_evicted_total") == 1
-    [refund] = [c for c in store.cases() if c["signature"]["check"] != "tool_selection"]
-    assert refund["occurrence_count"] == 2 and len(refund["occurrences"]) == 1
+    [refund] = [c for c in store.cases() if c.signature.check != "tool_selection"]
+    assert refund.occurrence_count == 2 and len(refund.occurrences) == 1
 
 
 def test_non_deidentified_sessions_never_become_case_files(tmp_path):
     store, registry = store_at(tmp_path)
     raw = refund_over_limit()
     raw.deidentified = False
-    assert store.record(*incident(Flagger(RegressionConfig()), raw)) == "not_deidentified"
+    assert store.record(incident(Flagger(RegressionConfig()), raw)) == "not_deidentified"
     assert not regressions_dir(tmp_path).exists()
     assert counted(registry, "not_deidentified") == 1
 
 
-async def test_bus_incident_envelope_to_case_file(tmp_path):
+async def test_bus_incident_to_case_file_and_invalid_incidents_to_the_dead_letter_topic(
+    tmp_path,
+):
     store, registry = store_at(tmp_path)
     handler = IncidentHandler(store)
     process = bus_processor(support_scorer(), flag=Flagger(RegressionConfig()))
-    assert [o.topic for o in await process(resolved())] == [SCORES_TOPIC]
+    assert [o.topic for o in await process(resolved())] == [SCORES]
     published = await process(refund_over_limit())
-    assert [o.topic for o in published] == [SCORES_TOPIC, INCIDENTS_TOPIC]
-    envelope = json.loads(json.dumps(published[1].record))
-    assert (envelope["session_id"], envelope["revision"]) == ("s-1", 1)
-    assert await handler(INCIDENTS, envelope) == ()
-    assert await handler(INCIDENTS, envelope) == ()  # redelivered
-    assert await handler(SCORES_TOPIC, envelope) == ()  # scores are not incidents
-    # A scorer without flagging rules publishes the bare score record: no transcript, no case.
-    bare = await bus_processor(support_scorer())(refund_over_limit("s-bare"))
-    assert await handler(INCIDENTS, bare[1].record) == ()
-    broken = {**envelope, "session": {"turns": "nope"}}
-    assert await handler(INCIDENTS, broken) == ()
-    assert [counted(registry, o) for o in ("new_case", "duplicate", "no_session", "invalid")] == [
-        1,
-        1,
-        1,
-        1,
+    assert [o.topic for o in published] == [SCORES, INCIDENTS]
+    bus = EmbeddedBus(BusConfig(), BusMetrics(CollectorRegistry()), None)
+    processor = RecordProcessor(bus, handler, 1 << 20, SeenRevisions(10))
+    wire = encode(published[1].record, 1 << 20)
+    assert await processor.handle(INCIDENTS, "s-1", wire, 0, 0) == "processed"
+    assert await processor.handle(INCIDENTS, "s-1", wire, 0, 1) == "duplicate"  # redelivered
+    assert await handler(SCORES, published[0].record) == ()  # scores are not incidents
+    assert [counted(registry, o) for o in ("new_case", "duplicate")] == [1, 0]
+
+    # What the handler never sees: an incident that does not validate is dead-lettered.
+    incident_json = json.loads(wire)
+    broken = [
+        {**incident_json, "session": {"turns": "nope"}},
+        {**incident_json, "reasons": []},
+        {**incident_json, "revision": 2},  # not the revision of the session it carries
+        incident_json["score"],  # a bare score record is not an incident
     ]
+    for offset, record in enumerate(broken, start=2):
+        value = json.dumps(record).encode()
+        assert await processor.handle(INCIDENTS, "s-1", value, 0, offset) == "dead_lettered"
+    letters = [letter for _, letter in bus.dead_letters]
+    assert [(d.reason, d.source_topic, d.offset) for d in letters] == [
+        ("invalid", INCIDENTS, offset) for offset in range(2, 6)
+    ]
+    assert bus.metrics.dead_lettered.labels("invalid")._value.get() == 4
+    assert [counted(registry, o) for o in ("new_case", "duplicate")] == [1, 0]
 
 
 BOB_EMAIL = "bob.stone@example.com"
@@ -289,7 +303,7 @@ def test_otel_spans_through_serve_become_pii_free_cases(tmp_path):
     async def run() -> None:
         for captured in sessions:
             for output in await process(captured):
-                await handler(output.topic, json.loads(json.dumps(output.record)))
+                await handler(output.topic, output.record)
 
     asyncio.run(run())
     files = sorted(regressions_dir(tmp_path).glob("*.json"))

@@ -22,7 +22,7 @@ from turnwatch.exporters.regressions.config import RegressionConfig
 from turnwatch.exporters.regressions.schema import validate_case
 from turnwatch.scorers.flagging import Flagger
 
-from tests.test_regressions_cases import refund_over_limit, store_at, support_scorer
+from tests.test_regressions_cases import incident, refund_over_limit, store_at
 from tests.test_scorers_builders import ORDER_A, SUPPORT_CONTRACT
 from turnwatch.app.regressions import add_regressions_parser, run_regressions
 
@@ -103,9 +103,7 @@ def data_dir(tmp_path) -> Path:
     store, _ = store_at(tmp_path)
     flag = Flagger(RegressionConfig())
     for session_id in ("s-1", "s-2"):  # one case seen twice
-        built = refund_over_limit(session_id)
-        record = support_scorer().score(built)
-        store.record(built, record, flag(built, record))
+        store.record(incident(flag, refund_over_limit(session_id)))
     (tmp_path / "turnwatch.yaml").write_text(
         f"scorers:\n  contracts_dir: {SUPPORT_CONTRACT.parent}\n", encoding="utf-8"
     )

@@ -3,8 +3,9 @@
 `turnwatch serve` (all roles, de-identification on, the shipped contracts) with
 `scorers.judge.endpoint` pointing at a real loopback OpenAI-compatible server that turns bad one
 way at a time. For each fault a conversation with an unapproved refund goes in as real OTel SDK
-spans, and its score record must still come out: the deterministic findings intact, every judge
-metric unscored with a reason (never a 0), the failure counted by reason.
+spans, and its score record must still come out: the checks part first, then the judged part
+with the deterministic findings intact, every judge metric unscored with a reason (never a 0),
+the failure counted by reason.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from tests.test_judge_loopback import LoopbackJudge, Reply, running
 from tests.test_pipeline_e2e import CONTRACTS, UNAPPROVED_REFUND
 from tests.waiting import eventually
 from turnwatch.app.serve import BackgroundService
-from turnwatch.bus.records import SCORES, Output
+from turnwatch.bus.records import ExporterRecord, Output
+from turnwatch.scores import Part, ScoreRecord
 
 pytestmark = pytest.mark.slow  # Presidio and the spaCy model (serve with de-identification)
 
@@ -44,13 +46,17 @@ FAULTS: dict[str, tuple[Reply, str, str]] = {
 
 
 class Scores:
-    """Exporter-side observer: every score record that left the scorer."""
+    """Exporter-side observer: the judged score records that left the scorer, and how many
+    checks parts came before them."""
 
     def __init__(self) -> None:
-        self.records: list[dict] = []
+        self.records: list[ScoreRecord] = []
+        self.checks = 0
 
-    async def __call__(self, topic: str, record: dict) -> list[Output]:
-        if topic == SCORES:
+    async def __call__(self, topic: str, record: ExporterRecord) -> list[Output]:
+        if isinstance(record, ScoreRecord) and record.part is Part.CHECKS:
+            self.checks += 1
+        elif isinstance(record, ScoreRecord):
             self.records.append(record)
         return []
 
@@ -96,18 +102,19 @@ def test_judge_faults_leave_metrics_unscored_and_checks_intact(judge, tmp_path):
         provider.shutdown()
         background.stop()
 
-    assert len(scores.records) == len(FAULTS)
+    assert len(scores.records) == len(FAULTS) == scores.checks
+    assert {record.part for record in scores.records} == {Part.JUDGED}
     for (fault, (_reply, reason, words)), record in zip(
         FAULTS.items(), scores.records, strict=True
     ):
         # The deterministic side is untouched by the judge's trouble.
-        assert {f["check"] for f in record["critical_failures"]} >= {"approval"}, fault
-        assert record["turn_level"] and record["session_level"], fault
+        assert {f.check for f in record.critical_failures} >= {"approval"}, fault
+        assert record.turn_level and record.session_level, fault
         # Every judge metric is "not scored, because ...", none is a 0.
-        assert record["metrics"], fault
-        for metric in record["metrics"]:
-            assert metric["value"] is None, (fault, metric)
-            assert words in metric["unscored_reason"], (fault, metric)
+        assert record.metrics, fault
+        for metric in record.metrics:
+            assert metric.value is None, (fault, metric)
+            assert words in metric.unscored_reason, (fault, metric)
         errors = registry.get_sample_value("turnwatch_judge_errors_total", {"reason": reason})
         assert errors and errors > 0, (fault, reason)
     scored = [

@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
+from tests.test_scorers_builders import session, user
 from tests.waiting import eventually
 from turnwatch.bus.config import BusConfig, EmbeddedBusConfig
 from turnwatch.bus.embedded import EmbeddedBus
 from turnwatch.bus.metrics import BusMetrics
+from turnwatch.bus.records import SESSIONS
 from turnwatch.bus.spool import DiskSpool, FifoFull, Item, SpoolWriteFailed
-
-SESSIONS = "turnwatch.sessions"
+from turnwatch.schema import Session
 
 
 class FullDisk(io.RawIOBase):
@@ -50,8 +51,8 @@ class FullDisk(io.RawIOBase):
         self.inner.close()
 
 
-def _session_record(number: int) -> dict:
-    return {"schema_version": 1, "n": number}
+def _session_record(number: int) -> Session:
+    return session(user("hi"), session_id=f"s-{number}")
 
 
 def test_a_write_the_disk_refuses_leaves_no_torn_frame_and_resumes(tmp_path: Path):

@@ -7,6 +7,7 @@ import logging
 import httpx
 import pytest
 from turnwatch.scorers.judge.exchange import Failed, Unsupported, classify_response
+from turnwatch.scorers.judge.wire import Completion
 
 from turnwatch.retry import Backoff, Retryable, retry
 
@@ -69,12 +70,37 @@ def _response(status: int, body: bytes = b"{}", **headers: str) -> httpx.Respons
     return httpx.Response(status, content=body, headers=headers)
 
 
+def _with_logprob(logprob: bytes) -> bytes:
+    """An answer whose score token has one alternative with this logprob, written as is."""
+    return (
+        b'{"choices": [{"message": {"content": "{\\"score\\": 7}"}, "logprobs": {"content": '
+        b'[{"token": "7", "logprob": -0.1, "top_logprobs": [{"token": "7", "logprob": '
+        + logprob
+        + b"}]}]}}]}"
+    )
+
+
 @pytest.mark.parametrize(
     ("response", "expected"),
     [
-        (_response(200, b'{"choices": []}'), {"choices": []}),
+        (
+            _response(200, b'{"choices": [{"message": {"content": "{}"}}]}'),
+            Completion.model_validate({"choices": [{"message": {"content": "{}"}}]}),
+        ),
         (_response(200, b"not json"), Failed("bad_response", "invalid_json")),
-        (_response(200, b"[1, 2]"), Failed("bad_response", None)),
+        (_response(200, b"[" * 100_000), Failed("bad_response", "invalid_json")),
+        (_response(200, b'{"choices": []}'), Failed("bad_response", "malformed_response")),
+        (_response(200, b"[1, 2]"), Failed("bad_response", "malformed_response")),
+        (
+            _response(200, b'{"choices": [{"message": {"content": 7}}]}'),
+            Failed("bad_response", "malformed_response"),
+        ),
+        (_response(200, _with_logprob(b"NaN")), Failed("non_finite", "non_finite")),
+        (_response(200, _with_logprob(b"-Infinity")), Failed("non_finite", "non_finite")),
+        (_response(200, _with_logprob(b"-1e999")), Failed("non_finite", "non_finite")),
+        (_response(200, _with_logprob(b'"NaN"')), Failed("non_finite", "non_finite")),
+        (_response(200, _with_logprob(b'"-inf"')), Failed("non_finite", "non_finite")),
+        (_response(200, _with_logprob(b"3.5")), Failed("bad_response", "malformed_response")),
         (
             _response(400, b"maximum context length exceeded"),
             Failed("context_overflow", "context_overflow"),

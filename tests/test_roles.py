@@ -44,8 +44,12 @@ def test_consumer_roles_build_no_collector_and_read_their_own_topics(tmp_path):
     exporter = build_roles(ServiceContext(make_settings(data_dir=str(tmp_path))), "exporter")
     assert exporter.collector is None
     [consumer] = exporter.consumers
-    assert consumer.topics == ("turnwatch.scores", "turnwatch.incidents")
-    assert consumer.mount is not None  # the incidents API beside /metrics
+    # The session store joins each session with its score record, so it reads sessions too.
+    assert consumer.topics == ("turnwatch.sessions", "turnwatch.scores", "turnwatch.incidents")
+    assert consumer.mount is not None  # the incidents API and the web view beside /metrics
+    settings = make_settings(data_dir=str(tmp_path / "off"), **{"session_store.enabled": False})
+    [without_store] = build_roles(ServiceContext(settings), "exporter").consumers
+    assert without_store.topics == ("turnwatch.scores", "turnwatch.incidents")
 
 
 def test_a_bad_plugin_path_stops_serve_before_it_starts(tmp_path):
@@ -60,6 +64,7 @@ def test_a_bad_plugin_path_stops_serve_before_it_starts(tmp_path):
     assert started == []
 
 
+@pytest.mark.slow  # a subprocess that imports the whole application
 def test_the_cli_names_a_bad_plugin_path_and_exits_2(tmp_path):
     command = [sys.executable, "-m", "turnwatch", "serve", "--role", "scorer"]
     command += ["--kafka", "127.0.0.1:9", "--ops-port", "0", "--data-dir", str(tmp_path)]

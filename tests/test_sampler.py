@@ -39,7 +39,7 @@ def test_decision_does_not_depend_on_the_process_hash_seed() -> None:
     """A replica is another process: Python's randomised str hash must play no part."""
     script = (
         "import json, sys\n"
-        "from collector.sampler import hash_fraction\n"
+        "from turnwatch.collector.sampler import hash_fraction\n"
         "print(json.dumps([hash_fraction(k) for k in sys.argv[1:]]))\n"
     )
     keys = KEYS[:50]

@@ -9,11 +9,12 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from turnwatch.scorers.registry import ContractRegistry
-from turnwatch.scorers.runner import INCIDENTS_TOPIC, bus_processor
+from turnwatch.scorers.runner import bus_processor
 
 from tests.conftest import make_settings, start_service
 from tests.otel_chatbot import Exchange, provider_with, run_conversation
 from tests.test_scorers_builders import SUPPORT_CONTRACT, support_scorer
+from turnwatch.bus.records import INCIDENTS
 from turnwatch.scores import ScoreRecord
 
 pytestmark = pytest.mark.slow  # Presidio and the spaCy model (serve with de-identification)
@@ -54,8 +55,9 @@ def test_otel_spans_through_serve_produce_the_expected_findings(tmp_path):
     process = bus_processor(support_scorer())
     asyncio.run(process(bob))
     published = asyncio.run(process(alice))
-    assert [topic for topic, _, _ in published][-1] == INCIDENTS_TOPIC
-    record = ScoreRecord.model_validate(published[0][2])
+    assert [topic for topic, _, _ in published][-1] == INCIDENTS
+    record = published[0].record
+    assert isinstance(record, ScoreRecord)
 
     findings = {(f.check, f.turn_index) for r in record.results() for f in r.findings}
     refund_turn = next(t.index for t in alice.turns if t.tool_calls)

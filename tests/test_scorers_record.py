@@ -3,19 +3,11 @@ broken transition, slices, generic-only scoring, incidents and the bus adapter."
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from turnwatch.scorers.checks.base import CheckSpec
 from turnwatch.scorers.checks.disclosure import SHARED, OwnerIndex
 from turnwatch.scorers.config import ScorerConfig
-from turnwatch.scorers.runner import (
-    INCIDENTS_TOPIC,
-    SCORES_TOPIC,
-    Scorer,
-    bus_processor,
-    is_incident,
-)
+from turnwatch.scorers.runner import Scorer, bus_processor, is_incident
+from turnwatch.scorers.scorer import ScorerSpec
 
 from tests.test_scorers_builders import (
     ALICE,
@@ -29,6 +21,8 @@ from tests.test_scorers_builders import (
     support_scorer,
     user,
 )
+from turnwatch.bus.records import INCIDENTS, SCORES, decode, encode
+from turnwatch.incidents import Incident
 from turnwatch.scores import Level, ScoreRecord, Severity, Slice, Status
 
 RESOLVED = call("record_resolution", {"outcome": "resolved"}, {"ok": True})
@@ -215,7 +209,7 @@ def test_a_check_that_raises_is_unscored_and_the_others_still_run():
     def broken(ctx):
         raise KeyError("boom")
 
-    scorer.checks.insert(0, CheckSpec("tool_loop", Level.TRAJECTORY, broken))
+    scorer.checks.insert(0, ScorerSpec("tool_loop", broken, Level.TRAJECTORY))
     record = scorer.score(session(user("hi"), bot("hello")))
     loop_results = [r for r in record.results() if r.check == "tool_loop"]
     assert loop_results[0].status is Status.UNSCORED
@@ -237,21 +231,24 @@ def test_records_carry_no_message_text():
     assert marker not in record.model_dump_json()
 
 
-async def test_bus_processor_publishes_scores_and_incidents_as_json():
+async def test_bus_processor_publishes_scores_and_incidents_as_models():
     process = bus_processor(support_scorer())
     clean = session(user("hi"), bot(None, RESOLVED), session_id="s-clean")
     failing = session(user("hi"), bot(None, call("delete_account_data")), session_id="s-bad")
-    [(topic, key, payload)] = await process(clean)
-    assert (topic, key) == (SCORES_TOPIC, "s-clean")
-    assert json.loads(json.dumps(payload)) == payload
+    [(topic, key, record)] = await process(clean)
+    assert (topic, key) == (SCORES, "s-clean")
+    assert isinstance(record, ScoreRecord)
     published = await process(failing)
     assert [(output.topic, output.key) for output in published] == [
-        (SCORES_TOPIC, "s-bad"),
-        (INCIDENTS_TOPIC, "s-bad"),
+        (SCORES, "s-bad"),
+        (INCIDENTS, "s-bad"),
     ]
-    assert ScoreRecord.model_validate(published[1][2]).critical_failures[0].check == (
-        "forbidden_action"
-    )
+    incident = published[1].record
+    assert isinstance(incident, Incident) and incident.score is published[0].record
+    # Without flagging rules the reasons are the default ones; the bytes round-trip the model.
+    assert incident.reasons == ["critical_failure", "joint_failure"]
+    wire = decode(INCIDENTS, encode(incident, 1 << 20), 1 << 20)
+    assert wire == incident and wire.score.critical_failures[0].check == "forbidden_action"
 
 
 def test_scorer_loads_contracts_from_the_configured_directory(tmp_path):

@@ -3,6 +3,28 @@ de-identification stage, which makes the tokens, and the scorers, which reason a
 
 from __future__ import annotations
 
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator
+
+ENTITY_PATTERN = r"[A-Z][A-Z0-9_]{1,39}"
+"""An entity type: an upper-case identifier of 2 to 40 characters (it is also the token prefix)."""
+
+_ENTITY = re.compile(ENTITY_PATTERN)
+
+
+def entity_name(value: str) -> str:
+    if not _ENTITY.fullmatch(value):
+        raise ValueError(
+            f"entity types are upper-case identifiers (A-Z, 0-9, _; 2-40 characters), got {value!r}"
+        )
+    return value
+
+
+EntityName = Annotated[str, AfterValidator(entity_name)]
+"""A configured entity type (de-identification patterns, contracts, disclosure entities)."""
+
 PERSONAL_IDENTIFIERS = [
     "PERSON",
     "EMAIL_ADDRESS",

@@ -10,9 +10,15 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 SCHEMA_VERSION: Literal[1] = 1
 
@@ -22,6 +28,20 @@ JsonValue = Any
 
 class WireModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class SparseModel(WireModel):
+    """A wire model whose unset (None) fields are left out of its JSON, except those named in
+    `written_when_none`; a missing field reads back as None."""
+
+    written_when_none: ClassVar[frozenset[str]] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _without_none(self, serialize: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        keep = self.written_when_none
+        return {
+            key: value for key, value in serialize(self).items() if value is not None or key in keep
+        }
 
 
 class Role(StrEnum):

@@ -3,21 +3,42 @@
 Turn-level, trajectory-level and session-level results are kept apart, and critical failures are
 listed on their own so that nothing downstream can average them into a quality score. A check
 that could not be evaluated is `unscored` with a reason, never a zero. Explanations are built from
-contract names, counts, turn indexes and de-identification tokens, never from message text.
+contract names, counts, turn indexes and de-identification tokens, never from message text; a
+finding's `evidence` holds the same facts as fields, so nothing downstream parses explanations.
+
+Every number in a record is finite: JSON has no NaN or Infinity, and pydantic would write them as
+null, turning a valid record into one no reader accepts. The models refuse them when built, so a
+bad number fails where it is made, never on the wire.
+
+`schema_version` 1 has grown optional fields since it was first written (`Finding.evidence`,
+`ScoreRecord.part`): records written before them still validate. A reader older than a field
+rejects records that carry it (the models forbid unknown keys), so upgrade exporters before
+scorers.
 """
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from turnwatch.schema import JsonValue, WireModel
+from turnwatch.schema import JsonValue, SparseModel, WireModel
 
 SCORE_SCHEMA_VERSION = 1
 MAX_EXPLANATION_CHARS = 400
+FINITE = ConfigDict(allow_inf_nan=False)
+"""The configuration of every model here: a float field refuses NaN and Infinity."""
+
+
+class Part(StrEnum):
+    """Which results a score record carries (see `ScoreRecord.part`)."""
+
+    COMPLETE = "complete"
+    CHECKS = "checks"
+    JUDGED = "judged"
 
 
 class Level(StrEnum):
@@ -48,14 +69,58 @@ class Slice(StrEnum):
     ADVERSARIAL_STATE = "adversarial-state"
 
 
+class Evidence(SparseModel):
+    """What a finding rests on, in de-identified values only: ids and names from the session and
+    the contract, pseudonym tokens, turn indexes and numbers; never message text or argument
+    values. Each check fills the fields it knows; unset fields are left out of the JSON."""
+
+    model_config = FINITE
+
+    related_turn_index: int | None = Field(
+        default=None,
+        description="Another turn the finding points at: where the user gave the fact, the "
+        "answer repeated, the failed tool call, the hand-over.",
+    )
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    rule: str | None = Field(
+        default=None,
+        description="The contract element involved: a forbidden action or required fact id, "
+        "`tools.<name>.approval`, `budgets.<field>`, `success`.",
+    )
+    argument_path: str | None = Field(
+        default=None, description="JSON path into the tool call's arguments, e.g. $['order_id']."
+    )
+    schema_keyword: str | None = Field(
+        default=None, description="The JSON Schema keyword the arguments fail."
+    )
+    token: str | None = Field(
+        default=None, description="The pseudonym token involved, e.g. <EMAIL_ADDRESS_3f9a1c2b>."
+    )
+    entity: str | None = Field(default=None, description="A token type, e.g. EMAIL_ADDRESS.")
+    owner: str | None = Field(
+        default=None, description="The pseudonymous user id that supplied `token`."
+    )
+    replaced_by: str | None = Field(
+        default=None, description="The token the user replaced `token` with."
+    )
+    measured: float | None = Field(default=None, description="The measure compared: a total.")
+    limit: float | None = Field(default=None, description="What it was compared with.")
+
+
 class Finding(WireModel):
+    model_config = FINITE
+
     check: str
     turn_index: int | None = Field(description="Turn where the check failed; None = whole session.")
     severity: Severity
     explanation: str = Field(max_length=MAX_EXPLANATION_CHARS)
+    evidence: Evidence = Field(default_factory=Evidence)
 
 
 class CheckResult(WireModel):
+    model_config = FINITE
+
     check: str
     status: Status
     value: float | None = Field(
@@ -76,11 +141,20 @@ class CheckResult(WireModel):
 class Score(WireModel):
     """A graded metric (judge metrics): value None means not scored, with the reason."""
 
+    model_config = FINITE
+
     name: str
     value: float | None
     unscored_reason: str | None = None
     explanation: str | None = Field(default=None, max_length=MAX_EXPLANATION_CHARS)
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
+
+    @field_validator("metadata")
+    @classmethod
+    def _finite_metadata(cls, metadata: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        if not _finite(metadata):
+            raise ValueError("metadata holds a number that is not finite")
+        return metadata
 
     @model_validator(mode="after")
     def _reason_when_unscored(self) -> Score:
@@ -109,6 +183,8 @@ class SliceTag(WireModel):
 
 
 class BudgetUsage(WireModel):
+    model_config = FINITE
+
     turns: int
     user_turns: int
     tool_calls: int
@@ -126,6 +202,8 @@ class ContractRef(WireModel):
 
 
 class ScoreRecord(WireModel):
+    model_config = FINITE
+
     schema_version: Literal[1] = SCORE_SCHEMA_VERSION
     session_id: str
     revision: int = Field(ge=1)
@@ -146,6 +224,35 @@ class ScoreRecord(WireModel):
     metrics: list[Score] = Field(
         default_factory=list, description="Graded (judge) metrics; filled by later stages."
     )
+    part: Part = Field(
+        default=Part.COMPLETE,
+        description="complete: the checks and the judge metrics (if any) in one record; checks: "
+        "the deterministic results, published without waiting for the judge, the judge metrics "
+        "to follow; judged: the same checks again with the judge metrics filled in.",
+    )
+
+    @model_validator(mode="after")
+    def _metrics_in_their_part(self) -> ScoreRecord:
+        if self.part is Part.CHECKS and self.metrics:
+            raise ValueError("a checks part carries no judge metrics (they follow as judged)")
+        return self
 
     def results(self) -> list[CheckResult]:
         return [*self.turn_level, *self.trajectory_level, *self.session_level]
+
+    def delivery(self) -> str:
+        """What tells this record apart from the other records of its session for
+        deduplication: the revision, and the part when the revision comes in two."""
+        if self.part is Part.COMPLETE:
+            return str(self.revision)
+        return f"{self.revision}:{self.part.value}"
+
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return all(_finite(item) for item in value)
+    return True

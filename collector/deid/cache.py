@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections import OrderedDict
 from dataclasses import dataclass
+
+from turnwatch.lru import LRU
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,28 +25,12 @@ class Finding:
 Findings = tuple[Finding, ...]
 
 
-class AnalysisCache:
+class AnalysisCache(LRU[bytes, Findings]):
+    __slots__ = ("_key",)
+
     def __init__(self, secret: bytes, size: int) -> None:
+        super().__init__(size)
         self._key = hashlib.sha256(b"turnwatch.deid.cache\x00" + secret).digest()
-        self._size = size
-        self._entries: OrderedDict[bytes, Findings] = OrderedDict()
 
     def key(self, text: str) -> bytes:
         return hmac.new(self._key, text.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
-
-    def get(self, key: bytes) -> Findings | None:
-        found = self._entries.get(key)
-        if found is not None:
-            self._entries.move_to_end(key)
-        return found
-
-    def put(self, key: bytes, findings: Findings) -> None:
-        if self._size == 0:
-            return
-        self._entries[key] = findings
-        self._entries.move_to_end(key)
-        while len(self._entries) > self._size:
-            self._entries.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._entries)

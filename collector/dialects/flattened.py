@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from turnwatch.collector.dialects.base import split_system
-from turnwatch.collector.records import Message, Observation
+from turnwatch.collector.dialects.base import maybe_json, split_system
+from turnwatch.collector.records import Message, Observation, ObservationKind, SpanView
 
 MessageParser = Callable[[list[dict[str, Any]], frozenset[str], list[str]], list[Message]]
 
@@ -57,3 +57,46 @@ def deferred_messages(
         call.inputs, call.system_instructions = split_system(inputs)
 
     return fill
+
+
+def tool_result(call_id: Any, text: str | None, redacted: bool, name: Any = None) -> Message:
+    """A flattened `tool` role message: the result of the call `call_id`."""
+    return Message(
+        role="tool",
+        tool_call_id=str(call_id) if call_id else None,
+        tool_response=maybe_json(text),
+        name=name,
+        redacted=redacted,
+    )
+
+
+def flattened_call(
+    span: SpanView,
+    dialect: str,
+    parse: MessageParser,
+    prefixes: tuple[str, str],
+    markers: frozenset[str],
+    usage: tuple[str | None, str | None, int | None, int | None],
+) -> Observation:
+    """A model call whose messages are flattened under the (input, output) `prefixes` (each
+    ending in "."); `usage` is (provider, model, input tokens, output tokens). Its content is
+    parsed when its session is assembled."""
+    provider, model, input_tokens, output_tokens = usage
+    attributes = span.attributes
+    return Observation(
+        kind=ObservationKind.LLM_CALL,
+        dialect=dialect,
+        trace_id=span.trace_id,
+        span_id=span.span_id,
+        start_ns=span.start_ns,
+        end_ns=span.end_ns,
+        provider=provider,
+        model=model,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        incomplete_reasons=["dropped_attributes"] if span.dropped_attributes else [],
+        size_bytes=prefixed_size(attributes, prefixes),
+        deferred_content=deferred_messages(
+            parse, prefixes[0][:-1], prefixes[1][:-1], attributes, markers
+        ),
+    )

@@ -12,25 +12,13 @@ from turnwatch.collector.dialects.base import (
     SpanDecoder,
     first_int,
     first_str,
-    maybe_json,
     normalise_role,
     text_or_marker,
     tool_call_part,
     tool_execution,
 )
-from turnwatch.collector.dialects.flattened import (
-    deferred_messages,
-    has_prefix,
-    indexed,
-    prefixed_size,
-)
-from turnwatch.collector.records import (
-    STATUS_ERROR,
-    Message,
-    Observation,
-    ObservationKind,
-    SpanView,
-)
+from turnwatch.collector.dialects.flattened import flattened_call, has_prefix, indexed, tool_result
+from turnwatch.collector.records import STATUS_ERROR, Message, Observation, SpanView
 
 
 def _messages(
@@ -63,17 +51,9 @@ def _messages(
             )
             for call in indexed(fields, "message.tool_calls")
         ]
-        call_id = fields.get("message.tool_call_id")
         if role == "tool":
-            messages.append(
-                Message(
-                    role="tool",
-                    tool_call_id=str(call_id) if call_id else None,
-                    tool_response=maybe_json(text),
-                    name=fields.get("message.name"),
-                    redacted=redacted,
-                )
-            )
+            call_id = fields.get("message.tool_call_id")
+            messages.append(tool_result(call_id, text, redacted, fields.get("message.name")))
         else:
             messages.append(Message(role=role, text=text, tool_calls=calls, redacted=redacted))
     return messages
@@ -103,20 +83,10 @@ class OpenInferenceDecoder(SpanDecoder):
             )
         if not has_prefix(attributes, *MESSAGE_PREFIXES):
             return None
-        return Observation(
-            kind=ObservationKind.LLM_CALL,
-            dialect=self.name,
-            trace_id=span.trace_id,
-            span_id=span.span_id,
-            start_ns=span.start_ns,
-            end_ns=span.end_ns,
-            provider=first_str(attributes, "llm.provider", "llm.system"),
-            model=first_str(attributes, "llm.response.model_name", "llm.model_name"),
-            input_tokens=first_int(attributes, "llm.token_count.prompt"),
-            output_tokens=first_int(attributes, "llm.token_count.completion"),
-            incomplete_reasons=["dropped_attributes"] if span.dropped_attributes else [],
-            size_bytes=prefixed_size(attributes, MESSAGE_PREFIXES),
-            deferred_content=deferred_messages(
-                _messages, "llm.input_messages", "llm.output_messages", attributes, self.markers
-            ),
+        usage = (
+            first_str(attributes, "llm.provider", "llm.system"),
+            first_str(attributes, "llm.response.model_name", "llm.model_name"),
+            first_int(attributes, "llm.token_count.prompt"),
+            first_int(attributes, "llm.token_count.completion"),
         )
+        return flattened_call(span, self.name, _messages, MESSAGE_PREFIXES, self.markers, usage)

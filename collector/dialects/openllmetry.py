@@ -14,25 +14,13 @@ from turnwatch.collector.dialects.base import (
     SpanDecoder,
     first_int,
     first_str,
-    maybe_json,
     normalise_role,
     text_or_marker,
     tool_call_part,
     tool_execution,
 )
-from turnwatch.collector.dialects.flattened import (
-    deferred_messages,
-    has_prefix,
-    indexed,
-    prefixed_size,
-)
-from turnwatch.collector.records import (
-    STATUS_ERROR,
-    Message,
-    Observation,
-    ObservationKind,
-    SpanView,
-)
+from turnwatch.collector.dialects.flattened import flattened_call, has_prefix, indexed, tool_result
+from turnwatch.collector.records import STATUS_ERROR, Message, Observation, SpanView
 
 
 def _content(raw: Any) -> Any:
@@ -65,15 +53,7 @@ def _messages(
         ]
         finish = fields.get("finish_reason")
         if role == "tool":
-            call_id = fields.get("tool_call_id")
-            messages.append(
-                Message(
-                    role="tool",
-                    tool_call_id=str(call_id) if call_id else None,
-                    tool_response=maybe_json(text),
-                    redacted=redacted,
-                )
-            )
+            messages.append(tool_result(fields.get("tool_call_id"), text, redacted))
         else:
             messages.append(
                 Message(
@@ -107,24 +87,10 @@ class OpenLLMetryDecoder(SpanDecoder):
             )
         if not has_prefix(attributes, *MESSAGE_PREFIXES):
             return None
-        return Observation(
-            kind=ObservationKind.LLM_CALL,
-            dialect=self.name,
-            trace_id=span.trace_id,
-            span_id=span.span_id,
-            start_ns=span.start_ns,
-            end_ns=span.end_ns,
-            provider=first_str(attributes, "gen_ai.system"),
-            model=first_str(attributes, "gen_ai.response.model", "gen_ai.request.model"),
-            input_tokens=first_int(
-                attributes, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"
-            ),
-            output_tokens=first_int(
-                attributes, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"
-            ),
-            incomplete_reasons=["dropped_attributes"] if span.dropped_attributes else [],
-            size_bytes=prefixed_size(attributes, MESSAGE_PREFIXES),
-            deferred_content=deferred_messages(
-                _messages, "gen_ai.prompt", "gen_ai.completion", attributes, self.markers
-            ),
+        usage = (
+            first_str(attributes, "gen_ai.system"),
+            first_str(attributes, "gen_ai.response.model", "gen_ai.request.model"),
+            first_int(attributes, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
+            first_int(attributes, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
         )
+        return flattened_call(span, self.name, _messages, MESSAGE_PREFIXES, self.markers, usage)

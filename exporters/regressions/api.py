@@ -62,14 +62,15 @@ def incidents_router(store: CaseStore, token: SecretStr | str | None = None) -> 
             raise HTTPException(
                 status_code=400, detail="since and until need a time zone offset"
             ) from None
-        return {"items": page.items, "total": page.total, "next_cursor": page.next_cursor}
+        items = [item.to_json() for item in page.items]
+        return {"items": items, "total": page.total, "next_cursor": page.next_cursor}
 
     @router.get("/{case_id}")
     def get_incident(case_id: str) -> dict[str, Any]:
         case = store.get(case_id)
         if case is None:
             raise HTTPException(status_code=404, detail="no such incident")
-        return case
+        return case.to_json()
 
     return router
 

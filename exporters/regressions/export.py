@@ -13,76 +13,79 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from turnwatch.exporters.regressions.case import Case
+from turnwatch.exporters.regressions.model import Case
+
+from turnwatch.schema import Role
 
 FORMATS = ("jsonl", "deepeval", "pytest")
 
 
 def to_jsonl(cases: Iterable[Case]) -> str:
-    return "".join(json.dumps(case, ensure_ascii=False) + "\n" for case in cases)
+    return "".join(json.dumps(case.to_json(), ensure_ascii=False) + "\n" for case in cases)
 
 
 def _expected_outcome(case: Case) -> str:
     parts = []
-    success = case["success"].get("any_of") or []
+    success = case.success.get("any_of") or []
     if success:
         tools = " or ".join(item["tool"] for item in success)
         parts.append(f"the task completes through {tools} meeting its success condition")
     else:
         parts.append("the user's task completes or is handed to a human")
-    if case["forbidden_actions"]:
-        parts.append(f"without the forbidden actions {', '.join(case['forbidden_actions'])}")
-    if case["critical_failures"]:
-        parts.append(f"and without any of {', '.join(case['critical_failures'])}")
+    if case.forbidden_actions:
+        parts.append(f"without the forbidden actions {', '.join(case.forbidden_actions)}")
+    if case.critical_failures:
+        parts.append(f"and without any of {', '.join(case.critical_failures)}")
     return "The conversation ends with " + " ".join(parts) + "."
 
 
 def to_deepeval(case: Case) -> dict[str, Any]:
     turns: list[dict[str, Any]] = []
     pending: list[dict[str, Any]] = []
-    for turn in case["turns"]:
-        if turn["role"] == "user":
+    for turn in case.turns:
+        if turn.role is Role.USER:
             if pending:
                 turns.append(_tool_only_turn(pending))
                 pending = []
-            turns.append({"role": "user", "content": turn["content"] or ""})
-        elif turn["role"] == "assistant":
+            turns.append({"role": "user", "content": turn.content or ""})
+        elif turn.role is Role.ASSISTANT:
             pending += [
                 {
-                    "name": call["name"],
-                    "input_parameters": call["arguments"]
-                    if isinstance(call["arguments"], dict)
-                    else {"value": call["arguments"]},
-                    "output": call["error"] if call["error"] else call["result"],
+                    "name": call.name,
+                    "input_parameters": call.arguments
+                    if isinstance(call.arguments, dict)
+                    else {"value": call.arguments},
+                    "output": call.error if call.error else call.result,
                 }
-                for call in turn.get("tool_calls", [])
+                for call in turn.tool_calls or []
             ]
-            if turn["content"]:
-                out: dict[str, Any] = {"role": "assistant", "content": turn["content"]}
+            if turn.content:
+                out: dict[str, Any] = {"role": "assistant", "content": turn.content}
                 if pending:
                     out["tools_called"], pending = pending, []
                 turns.append(out)
     if pending:
         turns.append(_tool_only_turn(pending))
-    findings = case["findings"]
+    findings = case.findings
+    broken = findings.first_broken_transition
     return {
-        "name": case["case_id"],
-        "scenario": case["scenario"],
+        "name": case.case_id,
+        "scenario": case.scenario,
         "expected_outcome": _expected_outcome(case),
-        "user_description": f"A pseudonymous production user of {case['signature']['service']}.",
-        "chatbot_role": case.get("chatbot_role"),
-        "context": case["initial_state"].get("system_instructions") or None,
+        "user_description": f"A pseudonymous production user of {case.signature.service}.",
+        "chatbot_role": case.chatbot_role,
+        "context": case.initial_state.system_instructions or None,
         "turns": turns,
-        "tags": case["slice"],
-        "comments": f"turnwatch regression, seen {case['occurrence_count']} time(s)",
+        "tags": case.slice,
+        "comments": f"turnwatch regression, seen {case.occurrence_count} time(s)",
         "additional_metadata": {
-            "case_id": case["case_id"],
-            "dataset_version": case["dataset_version"],
-            "rubric_version": case["rubric_version"],
-            "signature": case["signature"],
-            "first_broken_transition": findings["first_broken_transition"],
-            "failed_checks": [item["check"] for item in findings["failed_checks"]],
-            "critical_failures": [item["check"] for item in findings["critical_failures"]],
+            "case_id": case.case_id,
+            "dataset_version": case.dataset_version,
+            "rubric_version": case.rubric_version,
+            "signature": case.signature.model_dump(mode="json"),
+            "first_broken_transition": broken.model_dump(mode="json") if broken else None,
+            "failed_checks": [item.check for item in findings.failed_checks],
+            "critical_failures": [item.check for item in findings.critical_failures],
         },
     }
 
@@ -123,4 +126,5 @@ def test_regression_case(case):
 
 
 def to_pytest(cases: Iterable[Case]) -> str:
-    return PYTEST_TEMPLATE.format(cases=json.dumps(list(cases), ensure_ascii=False))
+    data = [case.to_json() for case in cases]
+    return PYTEST_TEMPLATE.format(cases=json.dumps(data, ensure_ascii=False))

@@ -11,8 +11,6 @@ Outcome = Literal[
     "recurrence",
     "new_revision",
     "duplicate",
-    "invalid",
-    "no_session",
     "not_deidentified",
     "schema_invalid",
     "write_error",

@@ -11,7 +11,8 @@ import binascii
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+
+from turnwatch.exporters.regressions.model import CaseSummary, iso
 
 
 class BadCursor(ValueError):
@@ -26,13 +27,13 @@ class Filters:
     since: datetime | None = None
     until: datetime | None = None
 
-    def match(self, item: dict[str, Any]) -> bool:
-        seen = _time(item["last_seen"])
+    def match(self, item: CaseSummary) -> bool:
+        seen = item.last_seen
         return (
-            (self.service is None or item["service"] == self.service)
+            (self.service is None or item.service == self.service)
             # A signature's check can be several critical checks joined with "+".
-            and (self.check is None or self.check in item["check"].split("+"))
-            and (self.slice is None or self.slice in item["slices"])
+            and (self.check is None or self.check in item.check.split("+"))
+            and (self.slice is None or self.slice in item.slices)
             and (self.since is None or seen >= self.since)
             and (self.until is None or seen < self.until)
         )
@@ -40,21 +41,17 @@ class Filters:
 
 @dataclass(frozen=True)
 class Page:
-    items: list[dict[str, Any]]
+    items: list[CaseSummary]
     total: int
     next_cursor: str | None
 
 
-def _time(value: str) -> datetime:
-    return datetime.fromisoformat(value)
+def _key(item: CaseSummary) -> tuple[datetime, str]:
+    return item.last_seen, item.id
 
 
-def _key(item: dict[str, Any]) -> tuple[datetime, str]:
-    return _time(item["last_seen"]), item["id"]
-
-
-def encode_cursor(item: dict[str, Any]) -> str:
-    raw = json.dumps([item["last_seen"], item["id"]]).encode()
+def encode_cursor(item: CaseSummary) -> str:
+    raw = json.dumps([iso(item.last_seen), item.id]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
@@ -62,13 +59,13 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         last_seen, case_id = json.loads(raw)
-        return _time(last_seen), str(case_id)
+        return datetime.fromisoformat(last_seen), str(case_id)
     except (binascii.Error, ValueError, TypeError) as exc:
         raise BadCursor("invalid cursor") from exc
 
 
 def paginate(
-    summaries: list[dict[str, Any]], filters: Filters, limit: int, cursor: str | None = None
+    summaries: list[CaseSummary], filters: Filters, limit: int, cursor: str | None = None
 ) -> Page:
     matched = sorted((s for s in summaries if filters.match(s)), key=_key, reverse=True)
     start = 0

@@ -6,8 +6,9 @@ recorded result of the same tool (the first unused recorded call with the same a
 the first unused one of that tool): the trajectory is replayed, not re-executed, so no side
 effect reaches a real system. A tool the recorded trace never called gets a placeholder answer
 and is listed as unrecorded. The transcript is scored by the same scorer and contract
-(`scorers.runner.Scorer`), and the case passes when none of the recorded failures recurs, there
-is no critical failure, joint success has not failed, and no new error-level finding appears.
+(`turnwatch.scorers.runner.Scorer`), and the case passes when none of the recorded failures
+recurs, there is no critical failure, joint success has not failed, and no new error-level
+finding appears.
 
 User turns are replayed as recorded even if the new answers would have led a real user
 elsewhere: a case tests that the recorded conversation no longer breaks, not every path.
@@ -22,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-from turnwatch.exporters.regressions.case import Case
+from turnwatch.exporters.regressions.model import Case, CaseToolCall
 from turnwatch.scorers.contract import Contract
 from turnwatch.scorers.runner import Scorer
 
@@ -120,14 +121,14 @@ class RecordedTools:
     """The recorded tool calls of a case, handed out once each."""
 
     def __init__(self, case: Case) -> None:
-        self.calls = [call for turn in case["turns"] for call in turn.get("tool_calls", [])]
+        self.calls = [call for turn in case.turns for call in turn.tool_calls or []]
         self.used: set[int] = set()
 
-    def answer(self, name: str, arguments: Any) -> dict[str, Any] | None:
+    def answer(self, name: str, arguments: Any) -> CaseToolCall | None:
         candidates = [
-            i for i, call in enumerate(self.calls) if call["name"] == name and i not in self.used
+            i for i, call in enumerate(self.calls) if call.name == name and i not in self.used
         ]
-        same = [i for i in candidates if self.calls[i]["arguments"] == arguments]
+        same = [i for i in candidates if self.calls[i].arguments == arguments]
         chosen = (same or candidates or [None])[0]
         if chosen is None:
             return None
@@ -142,7 +143,7 @@ def openai_tools(case: Case, contract: Contract | None) -> list[dict[str, Any]]:
         }
     else:
         recorded = RecordedTools(case).calls
-        declared = {call["name"]: ("", {"type": "object"}) for call in recorded}
+        declared = {call.name: ("", {"type": "object"}) for call in recorded}
     return [
         {
             "type": "function",
@@ -182,13 +183,13 @@ def converse(
     recorded = RecordedTools(case)
     conversation = Conversation()
     messages: list[dict[str, Any]] = []
-    instructions = case["initial_state"].get("system_instructions") or []
+    instructions = case.initial_state.system_instructions
     if send_system_prompt and instructions:
         messages.append({"role": "system", "content": "\n\n".join(instructions)})
-    for turn in case["turns"]:
-        if turn["role"] != "user":
+    for turn in case.turns:
+        if turn.role is not Role.USER:
             continue
-        content = turn["content"] or ""
+        content = turn.content or ""
         messages.append({"role": "user", "content": content})
         conversation.add(Role.USER, content)
         for _ in range(max_tool_rounds):
@@ -205,7 +206,7 @@ def converse(
             messages.extend(replies)
         else:
             conversation.notes.append(
-                f"turn {turn['turn_id']}: still calling tools after {max_tool_rounds} rounds"
+                f"turn {turn.turn_id}: still calling tools after {max_tool_rounds} rounds"
             )
     return conversation
 
@@ -232,11 +233,11 @@ def _answer_tools(
                     id=call_id,
                     name=name,
                     arguments=arguments,
-                    result=answer["result"],
-                    error=answer["error"],
+                    result=answer.result,
+                    error=answer.error,
                 )
             )
-            content = {"error": answer["error"]} if answer["error"] else answer["result"]
+            content = {"error": answer.error} if answer.error else answer.result
         replies.append(
             {
                 "role": "tool",
@@ -250,17 +251,17 @@ def _answer_tools(
 def session_of(case: Case, conversation: Conversation) -> Session:
     now = datetime.now(UTC)
     return Session(
-        session_id=f"replay-{case['case_id']}",
+        session_id=f"replay-{case.case_id}",
         revision=1,
-        conversation_key=f"replay-{case['case_id']}",
+        conversation_key=f"replay-{case.case_id}",
         key_source="replay",
-        service=case["signature"]["service"],
-        user_id=case["initial_state"].get("user_id"),
+        service=case.signature.service,
+        user_id=case.initial_state.user_id,
         # Replayed from de-identified turns; the answers never saw raw values.
         deidentified=True,
         started_at=now,
         ended_at=now,
-        system_instructions=list(case["initial_state"].get("system_instructions") or []),
+        system_instructions=list(case.initial_state.system_instructions),
         turns=conversation.turns,
         close_reason=CloseReason.END_MARKER,
         sampling=SamplingDecision(
@@ -271,7 +272,7 @@ def session_of(case: Case, conversation: Conversation) -> Session:
 
 def judge(case: Case, record: ScoreRecord) -> ReplayResult:
     """Compare the new score record with the case's recorded findings."""
-    before = {item["check"] for item in case["findings"]["failed_checks"]}
+    before = {item.check for item in case.findings.failed_checks}
     failed = {r.check: r for r in record.results() if r.status is Status.FAILED}
     serious_new = sorted(
         check
@@ -288,7 +289,7 @@ def judge(case: Case, record: ScoreRecord) -> ReplayResult:
     joint = record.joint_success.value
     passed = not critical and joint is not False and not still and not serious_new
     return ReplayResult(
-        case_id=case["case_id"],
+        case_id=case.case_id,
         passed=passed,
         fixed=sorted(before - failed.keys()),
         still_failing=still,
@@ -310,12 +311,11 @@ def replay_case(
     max_tool_rounds: int = 8,
     send_system_prompt: bool = True,
 ) -> ReplayResult:
-    service = case["signature"]["service"]
-    contract = scorer.registry.for_service(service)
+    contract = scorer.registry.for_service(case.signature.service)
     # A fresh scorer knows no other user's tokens; the case names those this conversation leaked.
-    for token, owner in case["initial_state"].get("known_token_owners", {}).items():
+    for token, owner in case.initial_state.known_token_owners.items():
         scorer.owner_index.learn(token, owner)
-    model = model or next(iter(case["provenance"]["models"]), "default")
+    model = model or next(iter(case.provenance.models), "default")
     try:
         conversation = converse(
             case,
@@ -326,11 +326,11 @@ def replay_case(
             send_system_prompt,
         )
     except ReplayError as exc:
-        return ReplayResult(case_id=case["case_id"], passed=False, error=str(exc))
+        return ReplayResult(case_id=case.case_id, passed=False, error=str(exc))
     result = judge(case, scorer.score(session_of(case, conversation)))
     result.unrecorded_tools = sorted(set(conversation.unrecorded))
     result.notes = conversation.notes
-    recorded_rubric = case["rubric_version"]
+    recorded_rubric = case.rubric_version
     current_rubric = f"{contract.id}@{contract.version}" if contract else "generic"
     if recorded_rubric != current_rubric:
         result.notes.append(f"contract changed: recorded {recorded_rubric}, now {current_rubric}")

@@ -12,26 +12,27 @@ case is deleted and counted.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from turnwatch.exporters.regressions.case import Case, NotDeidentified, build_case, occurrence
+from pydantic import ValidationError
+from turnwatch.exporters.regressions.case import NotDeidentified, build_case, occurrence
 from turnwatch.exporters.regressions.config import RegressionConfig
 from turnwatch.exporters.regressions.metrics import Outcome, RegressionMetrics
+from turnwatch.exporters.regressions.model import Case, CaseSummary
 from turnwatch.exporters.regressions.schema import CaseInvalid, validate_case
 from turnwatch.exporters.regressions.signature import signature
 from turnwatch.scorers.contract import Contract
 
+from turnwatch.incidents import Incident
+from turnwatch.revisions import SeenRevisions
 from turnwatch.schema import Session
-from turnwatch.scores import ScoreRecord
 
 log = logging.getLogger("turnwatch.regressions")
 
@@ -60,24 +61,6 @@ def regressions_dir(data_dir: Path) -> Path:
     return data_dir / "regressions"
 
 
-def summary(case: Case) -> dict[str, Any]:
-    """What listing needs, without the transcript."""
-    return {
-        "id": case["case_id"],
-        "service": case["signature"]["service"],
-        "check": case["signature"]["check"],
-        "transition": case["signature"]["transition"],
-        "slices": case["slice"],
-        "reasons": case["findings"]["reasons"],
-        "scenario": case["scenario"],
-        "rubric_version": case["rubric_version"],
-        "dataset_version": case["dataset_version"],
-        "occurrence_count": case["occurrence_count"],
-        "first_seen": case["first_seen"],
-        "last_seen": case["last_seen"],
-    }
-
-
 class CaseStore:
     def __init__(
         self,
@@ -91,8 +74,8 @@ class CaseStore:
         self.metrics = metrics
         self.contracts = contracts or (lambda service: None)
         self._lock = threading.Lock()
-        self._summaries: dict[str, dict[str, Any]] = {}
-        self._revisions: OrderedDict[bytes, None] = OrderedDict()
+        self._summaries: dict[str, CaseSummary] = {}
+        self._revisions = SeenRevisions(SEEN_REVISIONS)
         self._mtime: int | None = None
         self._scan()
 
@@ -101,7 +84,7 @@ class CaseStore:
     def path(self, case_id: str) -> Path:
         return self.directory / f"{case_id}.json"
 
-    def summaries(self) -> list[dict[str, Any]]:
+    def summaries(self) -> list[CaseSummary]:
         with self._lock:
             if self._changed_on_disk():
                 self._scan()
@@ -114,8 +97,8 @@ class CaseStore:
         return _read(self.path(case_id))
 
     def cases(self) -> Iterator[Case]:
-        for item in sorted(self.summaries(), key=lambda s: s["id"]):
-            case = self.get(item["id"])
+        for item in sorted(self.summaries(), key=lambda s: s.id):
+            case = self.get(item.id)
             if case is not None:
                 yield case
 
@@ -136,35 +119,22 @@ class CaseStore:
             case = _read(file)
             if case is None:
                 continue
-            try:
-                self._summaries[case["case_id"]] = summary(case)
-                for item in case["occurrences"]:
-                    self._remember(item["session_id"], item["revision"])
-            except (KeyError, TypeError):
-                # A hand-edited or foreign file must not stop the store from starting.
-                log.warning("malformed regression case skipped", extra={"file": file.name})
+            self._summaries[case.case_id] = case.summary()
+            for item in case.occurrences:
+                self._revisions.add(item.session_id, item.revision)
 
     # -- writing ------------------------------------------------------------------------------
 
-    def record(
-        self,
-        session: Session,
-        record: ScoreRecord,
-        reasons: list[str],
-        now: datetime | None = None,
-    ) -> Outcome:
+    def record(self, incident: Incident, now: datetime | None = None) -> Outcome:
         """Turn one incident into a new case or an occurrence of an existing one."""
-        outcome = self._record(session, record, reasons, now or datetime.now(UTC))
+        outcome = self._record(incident, now or datetime.now(UTC))
         if self.metrics is not None:
             self.metrics.count(outcome)
             self.metrics.cases.set(len(self._summaries))
         return outcome
 
-    def _record(
-        self, session: Session, record: ScoreRecord, reasons: list[str], now: datetime
-    ) -> Outcome:
-        if not reasons:
-            return "invalid"  # not flagged: nothing says why it would be a regression
+    def _record(self, incident: Incident, now: datetime) -> Outcome:
+        session, record, reasons = incident.session, incident.score, incident.reasons
         sig = signature(session, record, reasons)
         contract = self.contracts(session.service)
         try:
@@ -176,85 +146,74 @@ class CaseStore:
         with self._lock:
             if self._changed_on_disk():
                 self._scan()
-            if self._seen(session.session_id, session.revision):
+            if self._revisions.seen(session.session_id, session.revision):
                 return "duplicate"
             existing = self.get(sig.case_id) if sig.case_id in self._summaries else None
             if existing is None:
                 case, outcome = fresh, "new_case"
             else:
                 case, outcome = self._merge(existing, fresh, session, reasons, now)
+            data = case.to_json()
             try:
-                validate_case(case)
+                validate_case(data)
             except CaseInvalid as exc:
                 log.error("regression case invalid", extra={"case_id": sig.case_id, "error": exc})
                 return "schema_invalid"
             if outcome == "new_case":
                 self._make_room()
             try:
-                self._write(case)
+                self._write(case, data)
             except OSError as exc:
                 log.error(
                     "regression case write failed",
                     extra={"case_id": sig.case_id, "error": exc.strerror},
                 )
                 return "write_error"
-            self._remember(session.session_id, session.revision)
+            self._revisions.add(session.session_id, session.revision)
             return outcome
 
     def _merge(
         self, case: Case, fresh: Case, session: Session, reasons: list[str], now: datetime
     ) -> tuple[Case, Outcome]:
         entry = occurrence(session, reasons, now)
-        listed = [item for item in case["occurrences"] if item["session_id"] != session.session_id]
-        known = len(listed) < len(case["occurrences"])
-        case["occurrences"] = [*listed, entry][-self.config.max_occurrences :]
-        case["last_seen"] = fresh["last_seen"]
-        exemplar = case["provenance"]
-        if exemplar["session_id"] == session.session_id and session.revision > exemplar["revision"]:
-            case.update({field: fresh[field] for field in EXEMPLAR_FIELDS})
-        if known:
-            return case, "new_revision"
-        case["occurrence_count"] += 1
-        return case, "recurrence"
+        listed = [item for item in case.occurrences if item.session_id != session.session_id]
+        known = len(listed) < len(case.occurrences)
+        update: dict[str, Any] = {
+            "occurrences": [*listed, entry][-self.config.max_occurrences :],
+            "last_seen": fresh.last_seen,
+        }
+        exemplar = case.provenance
+        if exemplar.session_id == session.session_id and session.revision > exemplar.revision:
+            update.update({field: getattr(fresh, field) for field in EXEMPLAR_FIELDS})
+        if not known:
+            update["occurrence_count"] = case.occurrence_count + 1
+        merged = case.model_copy(update=update)
+        return merged, "new_revision" if known else "recurrence"
 
     def _make_room(self) -> None:
         while len(self._summaries) >= self.config.max_cases:
-            oldest = min(self._summaries.values(), key=lambda s: (s["last_seen"], s["id"]))
-            self.path(oldest["id"]).unlink(missing_ok=True)
-            del self._summaries[oldest["id"]]
+            oldest = min(self._summaries.values(), key=lambda s: (s.last_seen, s.id))
+            self.path(oldest.id).unlink(missing_ok=True)
+            del self._summaries[oldest.id]
             if self.metrics is not None:
                 self.metrics.evicted.inc()
 
-    def _write(self, case: Case) -> None:
+    def _write(self, case: Case, data: dict[str, Any]) -> None:
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        target = self.path(case["case_id"])
+        target = self.path(case.case_id)
         temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        data = json.dumps(case, indent=2, ensure_ascii=False).encode()
+        encoded = json.dumps(data, indent=2, ensure_ascii=False).encode()
         # Case files hold production conversations (de-identified): owner-only by default.
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             with os.fdopen(descriptor, "wb") as file:
-                file.write(data)
+                file.write(encoded)
             os.replace(temporary, target)
         except OSError:
             temporary.unlink(missing_ok=True)
             raise
-        self._summaries[case["case_id"]] = summary(case)
+        self._summaries[case.case_id] = case.summary()
         self._mtime = self.directory.stat().st_mtime_ns
-
-    def _seen(self, session_id: str, revision: int) -> bool:
-        return _digest(session_id, revision) in self._revisions
-
-    def _remember(self, session_id: str, revision: int) -> None:
-        key = _digest(session_id, revision)
-        self._revisions[key] = None
-        self._revisions.move_to_end(key)
-        if len(self._revisions) > SEEN_REVISIONS:
-            self._revisions.popitem(last=False)
-
-
-def _digest(session_id: str, revision: int) -> bytes:
-    return hashlib.blake2b(f"{session_id}\x00{revision}".encode(), digest_size=8).digest()
 
 
 def _valid_id(case_id: str) -> bool:
@@ -267,13 +226,21 @@ def _valid_id(case_id: str) -> bool:
 
 def _read(file: Path) -> Case | None:
     try:
-        case = json.loads(file.read_bytes())
+        raw = file.read_bytes()
     except FileNotFoundError:
         return None
-    except (OSError, ValueError):
+    except OSError:
         log.warning("unreadable regression case skipped", extra={"file": file.name})
         return None
-    if not isinstance(case, dict) or not _valid_id(str(case.get("case_id"))):
-        log.warning("malformed regression case skipped", extra={"file": file.name})
+    try:
+        return Case.model_validate_json(raw)
+    except ValidationError as exc:
+        # A hand-edited or foreign file must not stop the store: skipped, named, never quoted.
+        where = _first_error(exc)
+        log.warning("malformed regression case skipped", extra={"file": file.name, "error": where})
         return None
-    return case
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors(include_input=False)[0]
+    return f"{'/'.join(str(part) for part in error['loc']) or '(root)'}: {error['type']}"

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from turnwatch.scorers.checks.base import Context, Draft, Unscored, Verdict
 from turnwatch.scorers.config import ModelPrice
+from turnwatch.scorers.scorer import Context, Draft, Result, unscored
 
 from turnwatch.schema import Role, Session, Turn
-from turnwatch.scores import BudgetUsage, Severity
+from turnwatch.scores import BudgetUsage, Evidence, Severity
 
 _PER_MILLION = 1_000_000
 
@@ -83,95 +83,86 @@ def _budget(ctx: Context, field: str) -> float | None:
     return getattr(ctx.contract.budgets, field)
 
 
-def turn_budget(ctx: Context) -> Verdict | Unscored:
+def _over(turn_index: int, explanation: str, field: str, measured: float, limit: float) -> Draft:
+    evidence = Evidence(rule=f"budgets.{field}", measured=measured, limit=limit)
+    return Draft(turn_index, explanation, Severity.WARNING, evidence)
+
+
+def turn_budget(ctx: Context) -> Result:
     limit = _budget(ctx, "max_user_turns")
     if limit is None:
-        return Unscored("contract sets no budgets.max_user_turns")
+        return unscored("contract sets no budgets.max_user_turns")
     user_turns = [turn for turn in ctx.transcript.turns if turn.role is Role.USER]
     crossed = _crossing(user_turns, lambda _: 1, limit)
     drafts = []
     if crossed is not None:
-        drafts.append(
-            Draft(
-                crossed[0],
-                f"{crossed[1]:.0f} user turns exceed the budget of {limit}",
-                Severity.WARNING,
-            )
-        )
-    return Verdict(drafts, value=len(user_turns))
+        turn, total = crossed
+        explanation = f"{total:.0f} user turns exceed the budget of {limit}"
+        drafts.append(_over(turn, explanation, "max_user_turns", total, limit))
+    return Result(value=len(user_turns), findings=drafts)
 
 
-def latency_budget(ctx: Context) -> Verdict | Unscored:
+def latency_budget(ctx: Context) -> Result:
     session_limit = _budget(ctx, "max_session_latency_ms")
     turn_limit = _budget(ctx, "max_turn_latency_ms")
     if session_limit is None and turn_limit is None:
-        return Unscored("contract sets no latency budget")
+        return unscored("contract sets no latency budget")
     turns = ctx.transcript.turns
     if all(turn.latency_ms is None for turn in turns):
-        return Unscored("the session reports no model call latency")
+        return unscored("the session reports no model call latency")
     drafts = []
     if turn_limit is not None:
         drafts += [
-            Draft(
+            _over(
                 turn.index,
                 f"model call took {turn.latency_ms:.0f} ms, over the {turn_limit:.0f} ms budget",
-                Severity.WARNING,
+                "max_turn_latency_ms",
+                turn.latency_ms,
+                turn_limit,
             )
             for turn in turns
             if turn.latency_ms is not None and turn.latency_ms > turn_limit
         ]
     crossed = _crossing(turns, _latency, session_limit) if session_limit is not None else None
     if crossed is not None:
-        drafts.append(
-            Draft(
-                crossed[0],
-                f"session latency {crossed[1]:.0f} ms exceeds the {session_limit:.0f} ms budget",
-                Severity.WARNING,
-            )
-        )
-    return Verdict(drafts, value=sum(_latency(turn) for turn in turns))
+        turn, total = crossed
+        explanation = f"session latency {total:.0f} ms exceeds the {session_limit:.0f} ms budget"
+        drafts.append(_over(turn, explanation, "max_session_latency_ms", total, session_limit))
+    return Result(value=sum(_latency(turn) for turn in turns), findings=drafts)
 
 
-def token_budget(ctx: Context) -> Verdict | Unscored:
+def token_budget(ctx: Context) -> Result:
     limit = _budget(ctx, "max_tokens")
     if limit is None:
-        return Unscored("contract sets no budgets.max_tokens")
+        return unscored("contract sets no budgets.max_tokens")
     if not any(turn.usage for turn in ctx.transcript.turns):
-        return Unscored("the session reports no token usage")
+        return unscored("the session reports no token usage")
     crossed = _crossing(ctx.transcript.turns, _tokens, limit)
     drafts = []
     if crossed is not None:
-        drafts.append(
-            Draft(
-                crossed[0],
-                f"{crossed[1]:.0f} tokens exceed the budget of {limit}",
-                Severity.WARNING,
-            )
-        )
-    return Verdict(drafts, value=sum(_tokens(turn) for turn in ctx.transcript.turns))
+        turn, total = crossed
+        explanation = f"{total:.0f} tokens exceed the budget of {limit}"
+        drafts.append(_over(turn, explanation, "max_tokens", total, limit))
+    return Result(value=sum(_tokens(turn) for turn in ctx.transcript.turns), findings=drafts)
 
 
-def cost_budget(ctx: Context) -> Verdict | Unscored:
+def cost_budget(ctx: Context) -> Result:
     limit = _budget(ctx, "max_cost_usd")
     if limit is None:
-        return Unscored("contract sets no budgets.max_cost_usd")
+        return unscored("contract sets no budgets.max_cost_usd")
     if not any(turn.usage for turn in ctx.transcript.turns):
-        return Unscored("the session reports no token usage")
+        return unscored("the session reports no token usage")
     costs = []
     for turn in ctx.transcript.turns:
         cost = _cost(turn, ctx.config.prices)
         if isinstance(cost, str):
-            return Unscored(cost)
+            return unscored(cost)
         costs.append(cost)
     by_turn = dict(zip((turn.index for turn in ctx.transcript.turns), costs, strict=True))
     crossed = _crossing(ctx.transcript.turns, lambda turn: by_turn[turn.index], limit)
     drafts = []
     if crossed is not None:
-        drafts.append(
-            Draft(
-                crossed[0],
-                f"cost {crossed[1]:.4f} USD exceeds the budget of {limit} USD",
-                Severity.WARNING,
-            )
-        )
-    return Verdict(drafts, value=sum(costs))
+        turn, total = crossed
+        explanation = f"cost {total:.4f} USD exceeds the budget of {limit} USD"
+        drafts.append(_over(turn, explanation, "max_cost_usd", round(total, 6), limit))
+    return Result(value=sum(costs), findings=drafts)

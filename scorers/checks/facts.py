@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from turnwatch.scorers.checks.base import Context, Draft, Verdict
 from turnwatch.scorers.phrases import (
     FACT_QUESTIONS,
     REVISION,
@@ -20,9 +19,12 @@ from turnwatch.scorers.phrases import (
     asking_sentences,
     tokens,
 )
-from turnwatch.scorers.transcript import hex_of, json_tokens
+from turnwatch.scorers.scorer import Context, Draft, Result, counted
+from turnwatch.scorers.transcript import json_tokens
 
 from turnwatch.schema import Role
+from turnwatch.scores import Evidence
+from turnwatch.tokens import value_part
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +74,7 @@ def timeline(ctx: Context) -> FactTimeline:
                     previous is not None
                     and entity in SINGLE_VALUED
                     and previous[1] != turn.index
-                    and hex_of(previous[0]) != hex_of(token)
+                    and value_part(previous[0]) != value_part(token)
                 ):
                     revisions.append(Revision(turn.index, entity))
                     reopened.add(entity)
@@ -95,19 +97,20 @@ def timeline(ctx: Context) -> FactTimeline:
     return FactTimeline(asks, revisions)
 
 
-def knowledge_attrition(ctx: Context) -> Verdict:
+def knowledge_attrition(ctx: Context) -> Result:
     drafts = [
         Draft(
             ask.turn_index,
             f"asks for {ask.entity} although the user gave it at turn {ask.known_since} "
             "and has not revised it since",
+            evidence=Evidence(entity=ask.entity, related_turn_index=ask.known_since),
         )
         for ask in timeline(ctx).redundant_asks()
     ]
-    return Verdict(drafts, value=len(drafts))
+    return counted(drafts)
 
 
-def contradictions(ctx: Context) -> Verdict:
+def contradictions(ctx: Context) -> Result:
     """Unresolved contradictions: the assistant keeps using a value the user has since replaced."""
     latest: dict[str, tuple[str, int]] = {}
     superseded: dict[str, tuple[str, int]] = {}  # old value hex -> (new token, turn revised)
@@ -119,21 +122,26 @@ def contradictions(ctx: Context) -> Verdict:
             for token, entity in ctx.transcript.text_tokens[turn.index]:
                 if entity not in SINGLE_VALUED:
                     continue
-                superseded.pop(hex_of(token), None)
+                superseded.pop(value_part(token), None)
                 previous = latest.get(entity)
-                if previous and previous[1] != turn.index and hex_of(previous[0]) != hex_of(token):
-                    superseded[hex_of(previous[0])] = (token, turn.index)
+                if (
+                    previous
+                    and previous[1] != turn.index
+                    and value_part(previous[0]) != value_part(token)
+                ):
+                    superseded[value_part(previous[0])] = (token, turn.index)
                 latest[entity] = (token, turn.index)
             continue
         if turn.role is not Role.ASSISTANT:
             continue
+        call = event.call
         emitted = (
             ctx.transcript.text_tokens[turn.index]
-            if event.call is None
-            else json_tokens(event.call.call.arguments)
+            if call is None
+            else json_tokens(call.call.arguments)
         )
-        for token, _ in emitted:
-            replaced = superseded.get(hex_of(token))
+        for token, entity in emitted:
+            replaced = superseded.get(value_part(token))
             if replaced is not None and token not in reported:
                 reported.add(token)
                 drafts.append(
@@ -141,6 +149,14 @@ def contradictions(ctx: Context) -> Verdict:
                         turn.index,
                         f"uses {token} after the user replaced it with {replaced[0]} "
                         f"at turn {replaced[1]}",
+                        evidence=Evidence(
+                            token=token,
+                            entity=entity,
+                            replaced_by=replaced[0],
+                            related_turn_index=replaced[1],
+                            tool_call_id=call.call.id if call is not None else None,
+                            tool_name=call.name if call is not None else None,
+                        ),
                     )
                 )
-    return Verdict(drafts, value=len(drafts))
+    return counted(drafts)

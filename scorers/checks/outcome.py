@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from turnwatch.scorers.checks.base import Context, Draft, Unscored, Verdict
 from turnwatch.scorers.contract import Contract, SuccessCall, all_hold
 from turnwatch.scorers.phrases import ESCALATION
+from turnwatch.scorers.scorer import Context, Draft, Result, call_evidence, unscored
 from turnwatch.scorers.transcript import Call, Transcript
 
 from turnwatch.schema import Role
+from turnwatch.scores import Evidence
 
 
 def escalation_point(transcript: Transcript, contract: Contract | None) -> int | None:
@@ -32,63 +33,54 @@ def _meets(spec: SuccessCall, call: Call, last: Call) -> bool:
     )
 
 
-def outcome(ctx: Context) -> Verdict | Unscored:
+def outcome(ctx: Context) -> Result:
     contract = ctx.contract
     assert contract is not None
     if contract.success is None:
-        return Unscored("contract defines no success condition")
+        return unscored("contract defines no success condition")
     calls = ctx.transcript.calls
     specs = contract.success.any_of
     if calls and any(_meets(spec, call, calls[-1]) for call in calls for spec in specs):
-        return Verdict(value=1.0)
+        return Result(value=1.0)
     escalated = escalation_point(ctx.transcript, contract)
     if escalated is not None:
         side_effects = {name for name, tool in contract.tools.items() if tool.side_effect}
+        handed_over = ctx.transcript.events[escalated].turn.index
         for event in ctx.transcript.events[escalated + 1 :]:
             if event.call is not None and event.call.name in side_effects:
-                return Verdict(
-                    [
-                        Draft(
-                            event.turn.index,
-                            f"called side effect {event.call.name} after handing over to a "
-                            f"human at turn {ctx.transcript.events[escalated].turn.index}",
-                        )
-                    ],
-                    value=0.0,
+                draft = Draft(
+                    event.turn.index,
+                    f"called side effect {event.call.name} after handing over to a "
+                    f"human at turn {handed_over}",
+                    evidence=call_evidence(event.call, related_turn_index=handed_over),
                 )
-        return Verdict(value=1.0)
+                return Result(value=0.0, findings=[draft])
+        return Result(value=1.0)
     wanted = " or ".join(spec.tool for spec in specs)
-    return Verdict(
-        [
-            Draft(
-                ctx.transcript.last_index,
-                f"task not completed (no successful {wanted} meeting the success condition) "
-                "and not escalated",
-            )
-        ],
-        value=0.0,
+    draft = Draft(
+        ctx.transcript.last_index,
+        f"task not completed (no successful {wanted} meeting the success condition) "
+        "and not escalated",
+        evidence=Evidence(rule="success"),
     )
+    return Result(value=0.0, findings=[draft])
 
 
-def final_state(ctx: Context) -> Verdict | Unscored:
+def final_state(ctx: Context) -> Result:
     contract = ctx.contract
     assert contract is not None
     if contract.success is None:
-        return Unscored("contract defines no success condition")
+        return unscored("contract defines no success condition")
     tools = set(contract.success_tools())
     writes = [call for call in ctx.transcript.calls if call.name in tools and not call.failed]
     if not writes:
-        return Unscored("no successful call of a success tool to read the final state from")
+        return unscored("no successful call of a success tool to read the final state from")
     last = writes[-1]
     if any(_meets(spec, last, ctx.transcript.calls[-1]) for spec in contract.success.any_of):
-        return Verdict(value=1.0)
-    return Verdict(
-        [
-            Draft(
-                last.turn_index,
-                f"the last {last.name} call leaves a state that does not meet the success "
-                "condition",
-            )
-        ],
-        value=0.0,
+        return Result(value=1.0)
+    draft = Draft(
+        last.turn_index,
+        f"the last {last.name} call leaves a state that does not meet the success condition",
+        evidence=call_evidence(last, "success"),
     )
+    return Result(value=0.0, findings=[draft])

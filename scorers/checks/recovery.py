@@ -7,14 +7,14 @@ before the user spoke again or the session ended (a silent give-up).
 
 from __future__ import annotations
 
-from turnwatch.scorers.checks.base import Context, Draft, Verdict
 from turnwatch.scorers.phrases import ESCALATION, FAILURE_ACKNOWLEDGED
+from turnwatch.scorers.scorer import Context, Draft, Result, call_evidence
 
 from turnwatch.schema import Role
 from turnwatch.scores import Severity
 
 
-def tool_error_recovery(ctx: Context) -> Verdict:
+def tool_error_recovery(ctx: Context) -> Result:
     events = ctx.transcript.events
     failures = 0
     drafts = []
@@ -30,6 +30,7 @@ def tool_error_recovery(ctx: Context) -> Verdict:
                     call.turn_index,
                     f"{call.name} failed and the assistant gave up silently",
                     Severity.WARNING,
+                    call_evidence(call),
                 )
             )
         elif following.call is None and following.turn.role is Role.ASSISTANT:
@@ -40,6 +41,7 @@ def tool_error_recovery(ctx: Context) -> Verdict:
                         following.turn.index,
                         f"{call.name} failed at turn {call.turn_index} and the assistant "
                         "answered as if it had succeeded",
+                        evidence=call_evidence(call, related_turn_index=call.turn_index),
                     )
                 )
-    return Verdict(drafts, value=len(drafts) if failures else None)
+    return Result(value=len(drafts) if failures else None, findings=drafts)

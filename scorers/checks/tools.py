@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
-from turnwatch.scorers.checks.base import Context, Draft, Verdict
+from turnwatch.scorers.scorer import Context, Draft, Result, call_evidence, counted
 
 _MAX_ERRORS_PER_CALL = 3
 _MAX_DETAIL_CHARS = 120
 
 
-def tool_selection(ctx: Context) -> Verdict:
+def tool_selection(ctx: Context) -> Result:
     assert ctx.contract is not None
     drafts = [
-        Draft(call.turn_index, f"called {call.name!r}, which the contract does not declare")
+        Draft(
+            call.turn_index,
+            f"called {call.name!r}, which the contract does not declare",
+            evidence=call_evidence(call, "tools"),
+        )
         for call in ctx.transcript.calls
         if call.name not in ctx.contract.tools
     ]
-    return Verdict(drafts, value=len(drafts))
+    return counted(drafts)
 
 
-def argument_validity(ctx: Context) -> Verdict:
+def argument_validity(ctx: Context) -> Result:
     assert ctx.contract is not None
     drafts = []
     for call in ctx.transcript.calls:
@@ -38,5 +42,17 @@ def argument_validity(ctx: Context) -> Verdict:
                 detail = f"missing required {missing}"
             elif error.validator == "additionalProperties":
                 detail = "has properties the schema does not allow"
-            drafts.append(Draft(call.turn_index, f"{call.name} arguments at {where}: {detail}"))
-    return Verdict(drafts, value=len(drafts))
+            evidence = call_evidence(
+                call,
+                f"tools.{call.name}.arguments",
+                argument_path=where,
+                schema_keyword=str(error.validator),
+            )
+            drafts.append(
+                Draft(
+                    call.turn_index,
+                    f"{call.name} arguments at {where}: {detail}",
+                    evidence=evidence,
+                )
+            )
+    return counted(drafts)

@@ -1,22 +1,25 @@
-"""What every judge metric shares: its input and how it turns answers into a `Score`.
+"""What every judge metric shares: its input and how it turns answers into a `Result`.
 
-A metric that cannot get every verdict it needs is unscored with the judge's reason: a partial
-set of windows or intentions would bias the score toward whichever batches happened to succeed.
+A judge metric is `async (Inputs) -> Result`; `evaluate.JudgeMetric` binds it to the judge and
+makes it a scorer like any check (`Context -> Result`, awaited). A metric that cannot get every
+verdict it needs is unscored with the judge's reason: a partial set of windows or intentions would
+bias the score toward whichever batches happened to succeed.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from turnwatch.scorers.judge.config import JudgeConfig
 from turnwatch.scorers.judge.task import Answer, Judge, T, Task, Unjudged, Usage
 from turnwatch.scorers.judge.view import Line
+from turnwatch.scorers.scorer import Result
 
 from turnwatch.schema import Session
-from turnwatch.scores import MAX_EXPLANATION_CHARS, Score
+from turnwatch.scores import MAX_EXPLANATION_CHARS
 
 REASONS = {
     "budget_calls": "judge call budget for this hour is spent",
@@ -30,15 +33,41 @@ REASONS = {
     "endpoint_error": "the judge endpoint failed",
     "bad_response": "the judge endpoint sent an unreadable response",
     "heuristic_unsupported": "the built-in heuristic judge cannot evaluate this metric",
+    "non_finite": "the judge answered a number that is not finite",
+    "deadline": "the judge endpoint answered too slowly (request deadline)",
+    "incomplete_verdict": "the judge left out verdicts it was asked for",
+    "session_deadline": "judging the session took longer than its deadline",
+    "shutdown": "the scorer stopped before the judge answered",
+    "backlog_full": "too many sessions waiting for the judge",
 }
+ANSWER_ERRORS = frozenset({"incomplete_verdict"})
+"""Unscored reasons a metric finds in answers the judge accepted (counted as judge errors)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Inputs:
+    """One metric's run on one session: the session as the judge reads it, the persona (the
+    contract's `chatbot_role`), the judge configuration, the judge, and what judging cost."""
+
     session: Session
     lines: list[Line]
     role: str | None
     config: JudgeConfig
+    judge: Judge
+    usage: Usage = field(default_factory=Usage)
+
+    def scored(self, value: float, explanation: str, **extra: Any) -> Result:
+        return Result(
+            value=round(value, 4),
+            explanation=explanation[:MAX_EXPLANATION_CHARS],
+            metadata=_metadata(self.judge, self.usage, extra),
+        )
+
+    def unscored(self, reason: str, **extra: Any) -> Result:
+        return Result(
+            unscored_reason=REASONS.get(reason, reason),
+            metadata=_metadata(self.judge, self.usage, {"unscored": reason, **extra}),
+        )
 
 
 async def ask_all(
@@ -65,26 +94,6 @@ def _metadata(judge: Judge, usage: Usage, extra: dict[str, Any]) -> dict[str, An
     )
     meta.update(extra)
     return meta
-
-
-def scored(
-    name: str, value: float, explanation: str, judge: Judge, usage: Usage, **extra: Any
-) -> Score:
-    return Score(
-        name=name,
-        value=round(value, 4),
-        explanation=explanation[:MAX_EXPLANATION_CHARS],
-        metadata=_metadata(judge, usage, extra),
-    )
-
-
-def unscored(name: str, reason: str, judge: Judge, usage: Usage, **extra: Any) -> Score:
-    return Score(
-        name=name,
-        value=None,
-        unscored_reason=REASONS.get(reason, reason),
-        metadata=_metadata(judge, usage, {"unscored": reason, **extra}),
-    )
 
 
 def turn_list(indexes: Sequence[int], limit: int = 20) -> str:

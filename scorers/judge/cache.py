@@ -1,16 +1,18 @@
 """Verdict cache: the same prompt version, model and input get the same verdict without a call.
 
 Keys hash the whole request, so a session revision that appends turns re-judges only the batches
-whose input changed (metrics align their batches to fixed positions for this reason). Bounded LRU.
+whose input changed (metrics align their batches to fixed positions for this reason). Bounded LRU;
+size 0 turns caching off.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 from typing import Any
 
 import orjson
+
+from turnwatch.lru import LRU
 
 
 def cache_key(prompt_version: str, model: str, payload: Any) -> str:
@@ -18,24 +20,7 @@ def cache_key(prompt_version: str, model: str, payload: Any) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
-class VerdictCache:
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: OrderedDict[str, Any] = OrderedDict()
+class VerdictCache(LRU[str, Any]):
+    """Verdicts by `cache_key`; the capacity is `judge.cache_size`."""
 
-    def get(self, key: str) -> Any | None:
-        value = self._items.get(key)
-        if value is not None:
-            self._items.move_to_end(key)
-        return value
-
-    def put(self, key: str, value: Any) -> None:
-        if self.size == 0:
-            return
-        self._items[key] = value
-        self._items.move_to_end(key)
-        while len(self._items) > self.size:
-            self._items.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._items)
+    __slots__ = ()

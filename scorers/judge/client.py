@@ -3,8 +3,10 @@
 One `ask` = cache lookup, context guard, budget, admission (concurrency with bounded waiters), rate
 limit, then the HTTP request with retries on timeouts, connection errors, 429 and 5xx (honouring
 Retry-After up to `max_backoff_seconds`), then JSON parsing and pydantic validation with one repair
-request. Every way it can fail ends in `Unjudged` with a reason and a counted metric; nothing
-raises to the metric. Logs carry reasons and counts, never prompts, answers or the API key.
+request. Each request has a wall-clock deadline (connect, send and every read) besides the
+per-read timeout, and a bounded answer size. Every way it can fail ends in `Unjudged` with a
+reason and a counted metric; nothing raises to the metric. Logs carry reasons and counts, never
+prompts, answers or the API key.
 """
 
 from __future__ import annotations
@@ -29,11 +31,14 @@ from turnwatch.scorers.judge.exchange import (
     Failed,
     Unsupported,
     classify_response,
+    read_body,
 )
 from turnwatch.scorers.judge.limits import Admission, HourlyBudget, RateLimiter
 from turnwatch.scorers.judge.task import Answer, T, Task, TokenLogprob, Unjudged, Usage
 from turnwatch.scorers.judge.telemetry import JudgeTelemetry
 from turnwatch.scorers.judge.view import estimate_tokens
+from turnwatch.scorers.judge.watch import EndpointWatch
+from turnwatch.scorers.judge.wire import Completion, Logprobs, NotFinite, loads, token_counts
 
 from turnwatch.retry import Backoff, Retryable, retry
 
@@ -93,6 +98,7 @@ def _repair_messages(messages: list[dict[str, str]], invalid: _Invalid) -> list[
 
 class EndpointJudge:
     name = "endpoint"
+    remote = True
 
     def __init__(
         self,
@@ -126,6 +132,8 @@ class EndpointJudge:
         key = read_api_key(config.endpoint)
         if key:
             self._headers["authorization"] = f"Bearer {key}"
+        self.watch = EndpointWatch(clock)
+        telemetry.watch(self.watch)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: httpx.AsyncClient | None = None
         self._admission: Admission | None = None
@@ -142,6 +150,9 @@ class EndpointJudge:
             + MARGIN_TOKENS
         )
         return max(0, (self.config.context_tokens - fixed) * 4)
+
+    def unanswered_seconds(self) -> float:
+        return self.watch.unanswered_seconds()
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -199,7 +210,8 @@ class EndpointJudge:
         repair = _repair_messages(messages, verdict)
         verdict = self._verdict(task, await self._request(task, repair, usage))
         if isinstance(verdict, _Invalid):
-            self._failed(task, "invalid", verdict.kind)
+            self.telemetry.errors.labels(verdict.kind).inc()
+            self._failed(task, "invalid", "repair_failed")
             return Unjudged("invalid_verdict")
         return self._counted(task, verdict, "repaired")
 
@@ -239,24 +251,26 @@ class EndpointJudge:
             return Unjudged("queue_full")
         # Reserve before waiting for a slot: concurrent asks must not all pass the same check.
         entry = self.budget.spend(reserve)
-        async with self._admission:
-            usage.calls += 1
-            usage.by_metric[task.metric] = usage.by_metric.get(task.metric, 0) + 1
-            started = time.perf_counter()
-            try:
-                body = await self._post_with_retries(task, messages)
-            finally:
-                self.telemetry.duration.labels(task.metric).observe(time.perf_counter() - started)
-        if isinstance(body, Unjudged):
+        with self.watch.asking():
+            async with self._admission:
+                usage.calls += 1
+                usage.by_metric[task.metric] = usage.by_metric.get(task.metric, 0) + 1
+                started = time.perf_counter()
+                try:
+                    answer = await self._post_with_retries(task, messages)
+                finally:
+                    elapsed = time.perf_counter() - started
+                    self.telemetry.duration.labels(task.metric).observe(elapsed)
+        if isinstance(answer, Unjudged):
             self.telemetry.calls.labels(task.metric, "error").inc()
-            return body
-        return self._read(task, body, estimate, entry, usage)
+            return answer
+        return self._read(task, answer, estimate, entry, usage)
 
     # -- one HTTP exchange ----------------------------------------------------------------------
 
     async def _post_with_retries(
         self, task: Task[Any], messages: list[dict[str, str]]
-    ) -> dict[str, Any] | Unjudged:
+    ) -> Completion | Unjudged:
         request = _Request(messages, logprobs=task.logprobs and self.config.top_logprobs > 0)
         outcome = await retry(
             lambda: self._attempt(request), self.backoff, log, "judge", self.sleep
@@ -266,7 +280,7 @@ class EndpointJudge:
         log.warning("judge request failed", extra={"metric": task.metric, "reason": outcome.reason})
         return Unjudged(GIVE_UP_REASONS.get(outcome.reason, "endpoint_error"))
 
-    async def _attempt(self, request: _Request) -> dict[str, Any] | Unjudged | Retryable:
+    async def _attempt(self, request: _Request) -> Completion | Unjudged | Retryable:
         """One try; a feature the endpoint rejects is dropped and the request sent again at once."""
         while True:
             outcome = await self._post(request)
@@ -284,16 +298,33 @@ class EndpointJudge:
     async def _post(self, request: _Request) -> Exchange:
         assert self._client is not None and self._limiter is not None
         await self._limiter.wait()
-        try:
-            response = await self._client.post(
-                self._url, content=self._body(request), headers=self._headers
-            )
-        except httpx.TimeoutException:
-            return Retryable("timeout")
-        except httpx.TransportError:
-            return Retryable("connection")
+        with self.watch.sending():
+            try:
+                # The client's timeout bounds each read; an answer dripping in a byte at a time
+                # passes every read, so the whole request has a deadline of its own.
+                async with asyncio.timeout(self.config.request_deadline_seconds):
+                    response = await self._receive(request)
+            except httpx.TimeoutException:
+                return Retryable("timeout")
+            except TimeoutError:
+                return Retryable("deadline")
+            except httpx.TransportError:
+                return Retryable("connection")
+        self.watch.answered()
+        if response is None:
+            return Failed("bad_response", "too_large")
         optional_json_mode = self.json_mode and self.config.json_mode == "auto"
         return classify_response(response, optional_json_mode, request.logprobs)
+
+    async def _receive(self, request: _Request) -> httpx.Response | None:
+        """The response with its body read, None when the body is over `max_response_bytes`."""
+        assert self._client is not None
+        content, headers = self._body(request), self._headers
+        async with self._client.stream("POST", self._url, content=content, headers=headers) as got:
+            body = await read_body(got, self.config.max_response_bytes)
+        if body is None:
+            return None
+        return httpx.Response(got.status_code, headers=got.headers, content=body)
 
     def _body(self, request: _Request) -> bytes:
         body: dict[str, Any] = {
@@ -319,19 +350,19 @@ class EndpointJudge:
         log.info("judge endpoint rejects json mode; asking without it")
 
     def _read(
-        self, task: Task[Any], body: dict[str, Any], estimate: int, entry: list[float], usage: Usage
-    ) -> _Reply | Unjudged:
-        try:
-            choice = body["choices"][0]
-            message = choice.get("message") or {}
-        except (KeyError, IndexError, TypeError, AttributeError):
-            self.telemetry.errors.labels("invalid_json").inc()
-            return Unjudged("bad_response")
-        content = message.get("content") or ""
-        refused = bool(message.get("refusal")) or choice.get("finish_reason") == "content_filter"
-        reported = body.get("usage") or {}
-        prompt_tokens = int(reported.get("prompt_tokens") or estimate)
-        completion_tokens = int(reported.get("completion_tokens") or estimate_tokens(content))
+        self, task: Task[Any], answer: Completion, estimate: int, entry: list[float], usage: Usage
+    ) -> _Reply:
+        choice = answer.choices[0]
+        content = choice.message.content or ""
+        refused = bool(choice.message.refusal) or choice.finish_reason == "content_filter"
+        reported = token_counts(answer.usage, self.config.max_reported_tokens)
+        if reported is None:
+            # Negative or absurd counts would let the endpoint switch the hourly budget off.
+            self.telemetry.errors.labels("invalid_usage").inc()
+            log.warning("judge token counts impossible", extra={"metric": task.metric})
+            reported = (None, None)
+        prompt_tokens = reported[0] or estimate
+        completion_tokens = reported[1] or estimate_tokens(content)
         self.budget.settle(entry, prompt_tokens + completion_tokens)
         usage.prompt_tokens += prompt_tokens
         usage.completion_tokens += completion_tokens
@@ -343,7 +374,7 @@ class EndpointJudge:
         ) / 1e6
         if cost:
             self.telemetry.cost.labels(task.metric).inc(cost)
-        return _Reply(content, refused, _logprobs(choice.get("logprobs")))
+        return _Reply(content, refused, _logprobs(choice.logprobs))
 
 
 def _parse(content: str, schema: type[BaseModel]) -> Any:
@@ -357,8 +388,10 @@ def _parse(content: str, schema: type[BaseModel]) -> Any:
     if start == -1 or end < start:
         return _Invalid("invalid_json", "the answer contains no JSON object", content)
     try:
-        data = orjson.loads(text[start : end + 1])
-    except orjson.JSONDecodeError:
+        data = loads(text[start : end + 1])
+    except NotFinite:
+        return _Invalid("non_finite", "the answer holds NaN or Infinity", content)
+    except ValueError:
         return _Invalid("invalid_json", "the answer is not valid JSON", content)
     try:
         return schema.model_validate(data)
@@ -370,19 +403,13 @@ def _parse(content: str, schema: type[BaseModel]) -> Any:
         return _Invalid("schema", problems, content)
 
 
-def _logprobs(raw: Any) -> list[TokenLogprob] | None:
-    if not isinstance(raw, dict) or not isinstance(raw.get("content"), list):
+def _logprobs(logprobs: Logprobs | None) -> list[TokenLogprob] | None:
+    if logprobs is None or not logprobs.content:
         return None
     found = []
-    for item in raw["content"]:
-        if not isinstance(item, dict) or not isinstance(item.get("token"), str):
-            continue
-        top = {
-            alt["token"]: float(alt["logprob"])
-            for alt in item.get("top_logprobs") or []
-            if isinstance(alt, dict) and isinstance(alt.get("token"), str) and "logprob" in alt
-        }
-        if not top and "logprob" in item:
-            top = {item["token"]: float(item["logprob"])}
-        found.append(TokenLogprob(item["token"], top))
-    return found or None
+    for item in logprobs.content:
+        top = {alt.token: alt.logprob for alt in item.top_logprobs or ()}
+        if not top and item.logprob is not None:
+            top = {item.token: item.logprob}
+        found.append(TokenLogprob(item.token, top))
+    return found

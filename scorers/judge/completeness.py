@@ -8,24 +8,26 @@ Score = satisfied intentions / intentions.
 from __future__ import annotations
 
 from turnwatch.scorers.judge import heuristic
-from turnwatch.scorers.judge.base import Inputs, scored, unscored
+from turnwatch.scorers.judge.base import Inputs
 from turnwatch.scorers.judge.prompt import load
 from turnwatch.scorers.judge.schemas import Intentions, SatisfactionVerdicts
-from turnwatch.scorers.judge.task import Judge, Task, Unjudged, Usage
+from turnwatch.scorers.judge.task import Task, Unjudged
 from turnwatch.scorers.judge.view import render
+from turnwatch.scorers.scorer import Result
 
 NAME = "conversation_completeness"
 
 
-async def conversation_completeness(inputs: Inputs, judge: Judge, usage: Usage) -> list:
+async def conversation_completeness(inputs: Inputs) -> Result:
+    judge, usage = inputs.judge, inputs.usage
     user_lines = [line for line in inputs.lines if line.role.value == "user"]
     if not user_lines or len(user_lines) == len(inputs.lines):
-        return [unscored(NAME, "no exchange between user and assistant", judge, usage)]
+        return inputs.unscored("no exchange between user and assistant")
     limit = inputs.config.max_intentions
     extraction = load("intentions")
     user_text = render(user_lines)
     if len(user_text) > judge.input_budget(extraction.overhead_chars):
-        return [unscored(NAME, "context_overflow", judge, usage)]
+        return inputs.unscored("context_overflow")
     answer = await judge.ask(
         Task(
             metric=NAME,
@@ -38,16 +40,16 @@ async def conversation_completeness(inputs: Inputs, judge: Judge, usage: Usage) 
         usage,
     )
     if isinstance(answer, Unjudged):
-        return [unscored(NAME, answer.reason, judge, usage)]
+        return inputs.unscored(answer.reason)
     intentions = [text.strip() for text in answer.value.intentions if text.strip()][:limit]
     if not intentions:
-        return [unscored(NAME, "no user intentions found", judge, usage)]
+        return inputs.unscored("no user intentions found")
     listed = "\n".join(f"{number}. {text}" for number, text in enumerate(intentions))
     verification = load("satisfaction")
     transcript = render(inputs.lines)
     if len(transcript) > judge.input_budget(verification.overhead_chars + len(listed)):
         # Satisfaction may come many turns after the ask: chunks would judge it blind.
-        return [unscored(NAME, "context_overflow", judge, usage, intentions=len(intentions))]
+        return inputs.unscored("context_overflow", intentions=len(intentions))
     answer = await judge.ask(
         Task(
             metric=NAME,
@@ -60,36 +62,26 @@ async def conversation_completeness(inputs: Inputs, judge: Judge, usage: Usage) 
         usage,
     )
     if isinstance(answer, Unjudged):
-        return [unscored(NAME, answer.reason, judge, usage, intentions=len(intentions))]
+        return inputs.unscored(answer.reason, intentions=len(intentions))
     verdicts = {
         item.intention: item.verdict
         for item in answer.value.verdicts
         if 0 <= item.intention < len(intentions)
     }
     if len(verdicts) < len(intentions):
-        return [
-            unscored(
-                NAME,
-                "invalid_verdict",
-                judge,
-                usage,
-                intentions=len(intentions),
-                missing_verdicts=len(intentions) - len(verdicts),
-            )
-        ]
+        return inputs.unscored(
+            "incomplete_verdict",
+            intentions=len(intentions),
+            missing_verdicts=len(intentions) - len(verdicts),
+        )
     unmet = [number for number, verdict in sorted(verdicts.items()) if verdict == "no"]
     met = len(intentions) - len(unmet)
     explanation = f"{met} of {len(intentions)} user intentions satisfied"
     if unmet:
         explanation += f"; unmet intention numbers {', '.join(map(str, unmet))}"
-    return [
-        scored(
-            NAME,
-            met / len(intentions),
-            explanation,
-            judge,
-            usage,
-            intentions=len(intentions),
-            unmet_intentions=unmet,
-        )
-    ]
+    return inputs.scored(
+        met / len(intentions),
+        explanation,
+        intentions=len(intentions),
+        unmet_intentions=unmet,
+    )

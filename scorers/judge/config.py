@@ -34,7 +34,30 @@ class EndpointConfig(Section):
         default="TURNWATCH_JUDGE_API_KEY", description="Environment variable holding the API key."
     )
     api_key_file: Path | None = Field(default=None, description="File holding the API key.")
-    timeout_seconds: float = Field(default=30.0, gt=0)
+    timeout_seconds: float = Field(
+        default=30.0, gt=0, description="Longest wait for each read (or the connect) of a request."
+    )
+    request_deadline_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="Wall-clock limit on one request (connect, send and every read): an endpoint "
+        "that drips its answer a byte at a time never trips the per-read timeout.",
+    )
+    max_response_bytes: int = Field(
+        default=4 * 1024 * 1024, ge=1024, description="Longer answers are refused unread."
+    )
+    max_reported_tokens: int = Field(
+        default=1_000_000,
+        gt=0,
+        description="Token counts the endpoint reports above this (per call), negative or not "
+        "whole numbers are refused, counted, and the estimate is charged to the budget instead.",
+    )
+    stuck_after_seconds: float = Field(
+        default=180.0,
+        ge=0,
+        description="/readyz fails while requests wait on an endpoint that has answered none "
+        "for this long; 0 = never.",
+    )
     max_retries: int = Field(default=3, ge=0, le=10)
     backoff_seconds: float = Field(default=0.5, ge=0, description="First retry delay (doubles).")
     max_backoff_seconds: float = Field(
@@ -104,6 +127,18 @@ class JudgeConfig(Section):
     role: RoleConfig = Field(default_factory=RoleConfig)
     geval: list[GEvalCriterion] = Field(default_factory=list)
     cache_size: int = Field(default=10_000, ge=0, description="Verdicts kept (LRU).")
+    session_deadline_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        description="Wall-clock limit on all judge calls of one session; metrics not done by "
+        "then are unscored.",
+    )
+    max_sessions_in_flight: int = Field(
+        default=8,
+        gt=0,
+        description="Sessions being judged at once after their checks were published; a session "
+        "arriving when all are taken has its judge metrics unscored.",
+    )
     max_turn_chars: int = Field(
         default=2_000, gt=0, description="Longer turn texts are cut before judging."
     )

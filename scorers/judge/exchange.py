@@ -1,7 +1,8 @@
-"""One chat-completions exchange read: the body, a failure, a retry, or a feature to drop.
+"""One chat-completions exchange read: the answer, a failure, a retry, or a feature to drop.
 
 Kept apart from the client so that what a response means is one small pure function; the client
-decides what to count and whether to send again.
+decides what to count and whether to send again. A 200 answer is validated into
+`wire.Completion` here, so every malformed answer is a `Failed` with its error reason.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ import email.utils
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import httpx
-import orjson
+from turnwatch.scorers.judge.wire import Completion, NotFinite, completion, loads
 
 from turnwatch.retry import Retryable
 
@@ -35,9 +36,9 @@ class Unsupported:
     feature: Literal["json_mode", "logprobs"]
 
 
-Exchange = dict[str, Any] | Failed | Unsupported | Retryable
+Exchange = Completion | Failed | Unsupported | Retryable
 
-GIVE_UP_REASONS = {"http_429": "rate_limited", "timeout": "timeout"}
+GIVE_UP_REASONS = {"http_429": "rate_limited", "timeout": "timeout", "deadline": "deadline"}
 """The Unjudged reason when retries run out, by the last attempt's reason (else endpoint_error)."""
 
 
@@ -64,12 +65,29 @@ def classify_response(
     return Failed("endpoint_error", "http_4xx")
 
 
-def _json_body(response: httpx.Response) -> dict[str, Any] | Failed:
+def _json_body(response: httpx.Response) -> Completion | Failed:
     try:
-        parsed = orjson.loads(response.content)
-    except orjson.JSONDecodeError:
+        parsed = loads(response.content)
+    except NotFinite:
+        return Failed("non_finite", "non_finite")
+    except ValueError:
         return Failed("bad_response", "invalid_json")
-    return parsed if isinstance(parsed, dict) else Failed("bad_response", None)
+    answer = completion(parsed)
+    if isinstance(answer, str):
+        return Failed("non_finite" if answer == "non_finite" else "bad_response", answer)
+    return answer
+
+
+async def read_body(response: httpx.Response, max_bytes: int) -> bytes | None:
+    """The whole (decoded) body, or None once it passes `max_bytes`: stop reading, not buffer."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > max_bytes:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def retry_after(response: httpx.Response) -> float | None:

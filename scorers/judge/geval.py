@@ -11,12 +11,13 @@ from __future__ import annotations
 import math
 import re
 
-from turnwatch.scorers.judge.base import Inputs, scored, unscored
+from turnwatch.scorers.judge.base import Inputs
 from turnwatch.scorers.judge.config import GEvalCriterion
 from turnwatch.scorers.judge.prompt import load
 from turnwatch.scorers.judge.schemas import EvaluationSteps, GEvalScore
 from turnwatch.scorers.judge.task import Judge, Task, TokenLogprob, Unjudged, Usage
 from turnwatch.scorers.judge.view import render
+from turnwatch.scorers.scorer import Result
 
 NAME = "geval"
 _SCORE = re.compile(r'"score"\s*:\s*(\d+)')
@@ -68,51 +69,39 @@ class GEval:
         self._steps[key] = answer.value.steps
         return answer.value.steps
 
-    async def score(self, inputs: Inputs, judge: Judge, usage: Usage) -> list:
-        results = []
-        for criterion in inputs.config.geval:
-            name = f"{NAME}.{criterion.name}"
-            usage = Usage()  # each criterion's Score reports its own calls
-            if judge.name == "heuristic":
-                results.append(unscored(name, "heuristic_unsupported", judge, usage))
-                continue
-            steps = await self.steps(criterion, judge, usage)
-            if isinstance(steps, Unjudged):
-                results.append(unscored(name, steps.reason, judge, usage))
-                continue
-            prompt = load("geval_score")
-            listed = "\n".join(f"{number + 1}. {step}" for number, step in enumerate(steps))
-            transcript = render(inputs.lines)
-            overhead = prompt.overhead_chars + len(criterion.criteria) + len(listed)
-            if len(transcript) > judge.input_budget(overhead):
-                results.append(unscored(name, "context_overflow", judge, usage))
-                continue
-            answer = await judge.ask(
-                Task(
-                    NAME,
-                    prompt,
-                    {"criteria": criterion.criteria, "steps": listed, "transcript": transcript},
-                    GEvalScore,
-                    logprobs=True,
-                ),
-                usage,
-            )
-            if isinstance(answer, Unjudged):
-                results.append(unscored(name, answer.reason, judge, usage))
-                continue
-            weighted = weighted_score(answer.logprobs)
-            raw = answer.value.score
-            value = (weighted if weighted is not None else raw) / 10
-            how = "probability-weighted" if weighted is not None else "integer"
-            results.append(
-                scored(
-                    name,
-                    value,
-                    f"criterion {criterion.name}: {raw}/10 ({how})",
-                    judge,
-                    usage,
-                    raw_score=raw,
-                    weighted=weighted is not None,
-                )
-            )
-        return results
+    async def score(self, inputs: Inputs, criterion: GEvalCriterion) -> Result:
+        """One criterion's score (`geval.<name>`); each criterion is a scorer of its own."""
+        judge, usage = inputs.judge, inputs.usage
+        if judge.name == "heuristic":
+            return inputs.unscored("heuristic_unsupported")
+        steps = await self.steps(criterion, judge, usage)
+        if isinstance(steps, Unjudged):
+            return inputs.unscored(steps.reason)
+        prompt = load("geval_score")
+        listed = "\n".join(f"{number + 1}. {step}" for number, step in enumerate(steps))
+        transcript = render(inputs.lines)
+        overhead = prompt.overhead_chars + len(criterion.criteria) + len(listed)
+        if len(transcript) > judge.input_budget(overhead):
+            return inputs.unscored("context_overflow")
+        answer = await judge.ask(
+            Task(
+                NAME,
+                prompt,
+                {"criteria": criterion.criteria, "steps": listed, "transcript": transcript},
+                GEvalScore,
+                logprobs=True,
+            ),
+            usage,
+        )
+        if isinstance(answer, Unjudged):
+            return inputs.unscored(answer.reason)
+        weighted = weighted_score(answer.logprobs)
+        raw = answer.value.score
+        value = (weighted if weighted is not None else raw) / 10
+        how = "probability-weighted" if weighted is not None else "integer"
+        return inputs.scored(
+            value,
+            f"criterion {criterion.name}: {raw}/10 ({how})",
+            raw_score=raw,
+            weighted=weighted is not None,
+        )

@@ -23,9 +23,11 @@ from turnwatch.scorers.judge.schemas import (
     WindowVerdict,
 )
 from turnwatch.scorers.judge.task import Answer, T, Task, Unjudged, Usage
-from turnwatch.scorers.phrases import FACT_QUESTIONS, REFUSAL, TOKEN, asking_sentences
+from turnwatch.scorers.phrases import FACT_QUESTIONS, REFUSAL, asking_sentences
 
-_WORD = re.compile(r"<[A-Z][A-Z0-9_]+_[0-9a-f]{8}>|[a-z][a-z']+", re.IGNORECASE)
+from turnwatch.tokens import TOKEN
+
+_WORD = re.compile(rf"{TOKEN.pattern}|(?i:[a-z][a-z']+)")
 _STOP = (
     "the and for you your are was were with that this have has had not but can could would "
     "should will what when where which who how why there their them they then than from into "
@@ -67,7 +69,7 @@ def _stem(word: str) -> str:
 def content_words(text: str) -> set[str]:
     return {
         _stem(word)
-        for word in _WORD.findall(text)
+        for word in (match.group(0) for match in _WORD.finditer(text))
         if len(word) >= 3 and word.lower() not in STOPWORDS
     }
 
@@ -158,6 +160,10 @@ def satisfaction(data: tuple[list[str], list[Any]]) -> SatisfactionVerdicts:
 class HeuristicJudge:
     name = "heuristic"
     model = None
+    remote = False
+
+    def unanswered_seconds(self) -> float:
+        return 0.0  # answers at once, on the caller's loop
 
     async def ask(self, task: Task[T], usage: Usage | None = None) -> Answer[T] | Unjudged:
         if task.heuristic is None:

@@ -10,11 +10,12 @@ Score = relevant windows / judged windows.
 from __future__ import annotations
 
 from turnwatch.scorers.judge import heuristic
-from turnwatch.scorers.judge.base import Inputs, ask_all, scored, turn_list, unscored
+from turnwatch.scorers.judge.base import Inputs, ask_all, turn_list
 from turnwatch.scorers.judge.prompt import load
 from turnwatch.scorers.judge.schemas import RelevancyVerdicts
-from turnwatch.scorers.judge.task import Judge, Task, Unjudged, Usage
+from turnwatch.scorers.judge.task import Task, Unjudged
 from turnwatch.scorers.judge.view import Exchange, exchanges, render
+from turnwatch.scorers.scorer import Result
 
 NAME = "turn_relevancy"
 
@@ -54,13 +55,14 @@ def batches(units: list[Exchange], chosen: list[int], k: int, per_call: int, bud
     return grouped
 
 
-async def turn_relevancy(inputs: Inputs, judge: Judge, usage: Usage) -> list:
+async def turn_relevancy(inputs: Inputs) -> Result:
+    judge, usage = inputs.judge, inputs.usage
     config = inputs.config.relevancy
     k, stride = config.window, config.stride
     meta = {"window": k, "stride": stride}
     units = exchanges(inputs.lines)
     if not units:
-        return [unscored(NAME, "no complete exchange to judge", judge, usage, **meta)]
+        return inputs.unscored("no complete exchange to judge", **meta)
     chosen = targets(len(units), stride)
     prompt = load(NAME)
     budget = judge.input_budget(prompt.overhead_chars)
@@ -82,7 +84,7 @@ async def turn_relevancy(inputs: Inputs, judge: Judge, usage: Usage) -> list:
     answers = await ask_all(judge, tasks, usage)
     meta.update(windows=len(units), windows_judged=len(chosen), batches=len(tasks))
     if isinstance(answers, Unjudged):
-        return [unscored(NAME, answers.reason, judge, usage, **meta)]
+        return inputs.unscored(answers.reason, **meta)
     verdicts: dict[int, str] = {}
     for task, answer in zip(tasks, answers, strict=True):
         asked = {number for number, _ in task.data}
@@ -91,22 +93,15 @@ async def turn_relevancy(inputs: Inputs, judge: Judge, usage: Usage) -> list:
                 verdicts[verdict.window] = verdict.verdict
     missing = [number for number in chosen if number not in verdicts]
     if missing:
-        return [
-            unscored(NAME, "invalid_verdict", judge, usage, missing_windows=len(missing), **meta)
-        ]
+        return inputs.unscored("incomplete_verdict", missing_windows=len(missing), **meta)
     irrelevant = [units[n].assistant[-1].index for n in chosen if verdicts[n] == "no"]
     relevant = len(chosen) - len(irrelevant)
     explanation = f"{relevant} of {len(chosen)} windows relevant (k={k}, stride={stride})"
     if irrelevant:
         explanation += f"; irrelevant replies at turns {turn_list(irrelevant)}"
-    return [
-        scored(
-            NAME,
-            relevant / len(chosen),
-            explanation,
-            judge,
-            usage,
-            irrelevant_turns=irrelevant,
-            **meta,
-        )
-    ]
+    return inputs.scored(
+        relevant / len(chosen),
+        explanation,
+        irrelevant_turns=irrelevant,
+        **meta,
+    )

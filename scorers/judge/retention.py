@@ -10,12 +10,13 @@ Score = replies without attrition / replies verified.
 from __future__ import annotations
 
 from turnwatch.scorers.judge import heuristic
-from turnwatch.scorers.judge.base import Inputs, ask_all, scored, turn_list, unscored
+from turnwatch.scorers.judge.base import Inputs, ask_all, turn_list
 from turnwatch.scorers.judge.facts import Fact, extract
 from turnwatch.scorers.judge.prompt import load
 from turnwatch.scorers.judge.schemas import AttritionVerdicts, ExtractedFacts
 from turnwatch.scorers.judge.task import Judge, Task, Unjudged, Usage
 from turnwatch.scorers.judge.view import Line, pack, render
+from turnwatch.scorers.scorer import Result
 
 NAME = "knowledge_retention"
 
@@ -55,11 +56,12 @@ async def _judge_facts(lines: list[Line], judge: Judge, usage: Usage) -> list[Fa
     ]
 
 
-async def knowledge_retention(inputs: Inputs, judge: Judge, usage: Usage) -> list:
+async def knowledge_retention(inputs: Inputs) -> Result:
+    judge, usage = inputs.judge, inputs.usage
     found, undetermined = extract(inputs.lines)
     judged = await _judge_facts(undetermined, judge, usage)
     if isinstance(judged, Unjudged):
-        return [unscored(NAME, judged.reason, judge, usage)]
+        return inputs.unscored(judged.reason)
     facts = sorted([*found, *judged], key=lambda fact: fact.turn)
     meta = {
         "facts": len(facts),
@@ -67,14 +69,14 @@ async def knowledge_retention(inputs: Inputs, judge: Judge, usage: Usage) -> lis
         "turns_sent_for_extraction": len(undetermined),
     }
     if not facts:
-        return [unscored(NAME, "no facts given by the user", judge, usage, **meta)]
+        return inputs.unscored("no facts given by the user", **meta)
     replies = [
         line
         for line in inputs.lines
         if line.role.value == "assistant" and line.index > facts[0].turn
     ]
     if not replies:
-        return [unscored(NAME, "no assistant reply after the first fact", judge, usage, **meta)]
+        return inputs.unscored("no assistant reply after the first fact", **meta)
     prompt = load(NAME)
     # Every batch carries the facts, so they come out of each batch's budget.
     budget = judge.input_budget(prompt.overhead_chars + len(_facts_text(facts)))
@@ -95,7 +97,7 @@ async def knowledge_retention(inputs: Inputs, judge: Judge, usage: Usage) -> lis
     answers = await ask_all(judge, tasks, usage)
     meta["batches"] = len(tasks)
     if isinstance(answers, Unjudged):
-        return [unscored(NAME, answers.reason, judge, usage, **meta)]
+        return inputs.unscored(answers.reason, **meta)
     forgot: set[int] = set()
     for task, answer in zip(tasks, answers, strict=True):
         known, batch = task.data
@@ -112,14 +114,9 @@ async def knowledge_retention(inputs: Inputs, judge: Judge, usage: Usage) -> lis
     explanation = f"{kept} of {len(replies)} replies keep the user's {len(facts)} facts"
     if forgot:
         explanation += f"; attrition at turns {turn_list(sorted(forgot))}"
-    return [
-        scored(
-            NAME,
-            kept / len(replies),
-            explanation,
-            judge,
-            usage,
-            attrition_turns=sorted(forgot),
-            **meta,
-        )
-    ]
+    return inputs.scored(
+        kept / len(replies),
+        explanation,
+        attrition_turns=sorted(forgot),
+        **meta,
+    )

@@ -8,11 +8,12 @@ so a revision re-judges only its tail. Score = in-character assistant turns / as
 from __future__ import annotations
 
 from turnwatch.scorers.judge import heuristic
-from turnwatch.scorers.judge.base import Inputs, ask_all, scored, turn_list, unscored
+from turnwatch.scorers.judge.base import Inputs, ask_all, turn_list
 from turnwatch.scorers.judge.prompt import load
 from turnwatch.scorers.judge.schemas import RoleVerdicts
-from turnwatch.scorers.judge.task import Judge, Task, Unjudged, Usage
+from turnwatch.scorers.judge.task import Task, Unjudged
 from turnwatch.scorers.judge.view import Line, render
+from turnwatch.scorers.scorer import Result
 
 NAME = "role_adherence"
 MAX_ROLE_CHARS = 2_000
@@ -41,13 +42,14 @@ def chunks(lines: list[Line], budget: int, overlap: int) -> list[list[Line]]:
     return found
 
 
-async def role_adherence(inputs: Inputs, judge: Judge, usage: Usage) -> list:
+async def role_adherence(inputs: Inputs) -> Result:
+    judge, usage = inputs.judge, inputs.usage
     role = persona(inputs.role, inputs.session.system_instructions)
     if role is None:
-        return [unscored(NAME, "no persona: no contract chatbot_role", judge, usage)]
+        return inputs.unscored("no persona: no contract chatbot_role")
     assistant = {line.index for line in inputs.lines if line.role.value == "assistant"}
     if not assistant:
-        return [unscored(NAME, "no assistant turns", judge, usage)]
+        return inputs.unscored("no assistant turns")
     prompt = load(NAME)
     budget = judge.input_budget(prompt.overhead_chars + len(role))
     parts = chunks(inputs.lines, budget, inputs.config.role.overlap_turns)
@@ -64,7 +66,7 @@ async def role_adherence(inputs: Inputs, judge: Judge, usage: Usage) -> list:
     ]
     answers = await ask_all(judge, tasks, usage)
     if isinstance(answers, Unjudged):
-        return [unscored(NAME, answers.reason, judge, usage, chunks=len(tasks))]
+        return inputs.unscored(answers.reason, chunks=len(tasks))
     flagged: set[int] = set()
     ignored = 0
     for task, answer in zip(tasks, answers, strict=True):
@@ -77,15 +79,10 @@ async def role_adherence(inputs: Inputs, judge: Judge, usage: Usage) -> list:
     explanation = f"{len(assistant) - len(flagged)} of {len(assistant)} assistant turns in role"
     if flagged:
         explanation += f"; out of character at turns {turn_list(sorted(flagged))}"
-    return [
-        scored(
-            NAME,
-            (len(assistant) - len(flagged)) / len(assistant),
-            explanation,
-            judge,
-            usage,
-            out_of_character_turns=sorted(flagged),
-            chunks=len(tasks),
-            ignored_indexes=ignored,
-        )
-    ]
+    return inputs.scored(
+        (len(assistant) - len(flagged)) / len(assistant),
+        explanation,
+        out_of_character_turns=sorted(flagged),
+        chunks=len(tasks),
+        ignored_indexes=ignored,
+    )

@@ -16,15 +16,6 @@ from turnwatch.scorers.judge.prompt import Prompt
 
 T = TypeVar("T", bound=BaseModel)
 
-# Label values for metrics and logs: a fixed set (G-Eval criteria share "geval").
-METRIC_LABELS = (
-    "turn_relevancy",
-    "role_adherence",
-    "knowledge_retention",
-    "conversation_completeness",
-    "geval",
-)
-
 
 @dataclass(frozen=True, slots=True)
 class Task(Generic[T]):
@@ -74,9 +65,15 @@ class Usage:
 
 class Judge(Protocol):
     name: str
+    remote: bool
+    """It calls out (an endpoint): the scorer publishes the checks without waiting for it."""
 
     async def ask(self, task: Task[T], usage: Usage | None = None) -> Answer[T] | Unjudged: ...
 
     def input_budget(self, task_overhead_chars: int) -> int:
         """Characters of input that fit one call beside the prompt and the answer."""
+        ...
+
+    def unanswered_seconds(self) -> float:
+        """How long calls have waited on a judge that answers none (see `watch.EndpointWatch`)."""
         ...

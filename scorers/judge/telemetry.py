@@ -7,27 +7,10 @@ model name ever becomes a label value.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from turnwatch.scorers.judge.watch import EndpointWatch
 
-CALL_OUTCOMES = ("ok", "repaired", "invalid", "refused", "error")
-ERROR_REASONS = (
-    "timeout",
-    "connection",
-    "http_429",
-    "http_5xx",
-    "http_4xx",
-    "context_overflow",
-    "invalid_json",
-    "schema",
-    "refused",
-)
-SKIP_REASONS = (
-    "budget_calls",
-    "budget_tokens",
-    "queue_full",
-    "context_overflow",
-    "not_sampled",
-)
+SESSION_OUTCOMES = ("complete", "session_deadline", "shutdown", "backlog_full", "publish_failed")
 
 
 class JudgeTelemetry:
@@ -58,7 +41,7 @@ class JudgeTelemetry:
         )
         self.errors = Counter(
             "turnwatch_judge_errors_total",
-            "Judge request failures (each retry counted), by reason.",
+            "Judge request failures and malformed answers (each retry counted), by reason.",
             ["reason"],
             registry=registry,
         )
@@ -82,3 +65,33 @@ class JudgeTelemetry:
             buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
             registry=registry,
         )
+        self.inflight = Gauge(
+            "turnwatch_judge_inflight",
+            "Judge HTTP requests on the wire.",
+            registry=registry,
+        )
+        self.unanswered = Gauge(
+            "turnwatch_judge_unanswered_seconds",
+            "Time since the first judge request sent after the endpoint last answered, while "
+            "calls wait on it (0 = answering).",
+            registry=registry,
+        )
+        self.sessions_inflight = Gauge(
+            "turnwatch_judge_sessions_inflight",
+            "Sessions whose checks are published and whose judge metrics are being worked out.",
+            registry=registry,
+        )
+        self.sessions = Counter(
+            "turnwatch_judge_sessions_total",
+            "Sessions' judge metrics, by how they ended: complete, session_deadline, shutdown, "
+            "backlog_full (not judged), publish_failed.",
+            ["outcome"],
+            registry=registry,
+        )
+        for outcome in SESSION_OUTCOMES:
+            self.sessions.labels(outcome)
+
+    def watch(self, watch: EndpointWatch) -> None:
+        """Read the endpoint's in-flight requests and silence from `watch` at each scrape."""
+        self.inflight.set_function(lambda: watch.inflight)
+        self.unanswered.set_function(watch.unanswered_seconds)

@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from turnwatch import __version__, collector
+from turnwatch.app.calibrate import add_calibrate_parser, run_calibrate
 from turnwatch.app.demo.cli import add_demo_parser, run_demo
 from turnwatch.app.regressions import add_regressions_parser, run_regressions
+from turnwatch.app.sessions import add_sessions_parser, run_sessions
 from turnwatch.app.settings import ConfigError, Settings, load_settings
 from turnwatch.logs import configure_logging
 from turnwatch.scorers.registry import ContractError
@@ -33,6 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     add_regressions_parser(commands)
+    add_sessions_parser(commands)
+    add_calibrate_parser(commands)
     add_demo_parser(commands)
     serve = commands.add_parser("serve", help="run turnwatch (all roles in one process)")
     serve.add_argument("--config", type=Path, help="YAML configuration file")
@@ -158,6 +162,10 @@ def main(argv: list[str] | None = None) -> int:
         return _run_serve(args)
     if args.command == "regressions":
         return run_regressions(args)
+    if args.command == "sessions":
+        return run_sessions(args)
+    if args.command == "calibrate":
+        return run_calibrate(args)
     if args.command == "demo":
         return run_demo(args)
     return 2

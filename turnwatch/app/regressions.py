@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from turnwatch.exporters.regressions.export import FORMATS, to_deepeval_json, to_jsonl, to_pytest
+from turnwatch.exporters.regressions.model import Case, iso
 from turnwatch.exporters.regressions.query import Filters, paginate
 from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
 
@@ -104,13 +105,13 @@ def run_regressions(
         if case is None:
             print(f"turnwatch: no regression case {args.case_id}", file=err)
             return 2
-        print(json.dumps(case, indent=2, ensure_ascii=False), file=out)
+        print(json.dumps(case.to_json(), indent=2, ensure_ascii=False), file=out)
         return 0
     filters = Filters(args.service, args.check, args.slice, args.since, args.until)
     if command == "list":
         return _list(store, filters, args, out)
     summaries = paginate(store.summaries(), filters, limit=10**9).items
-    ids = [item["id"] for item in summaries]
+    ids = [item.id for item in summaries]
     if command == "replay" and args.case:
         missing = sorted(set(args.case) - set(ids))
         if missing:
@@ -126,20 +127,22 @@ def run_regressions(
 def _list(store: CaseStore, filters: Filters, args: argparse.Namespace, out: TextIO) -> int:
     page = paginate(store.summaries(), filters, limit=max(args.limit, 1))
     if args.json:
-        print(json.dumps({"items": page.items, "total": page.total}, indent=2), file=out)
+        items = [item.to_json() for item in page.items]
+        print(json.dumps({"items": items, "total": page.total}, indent=2), file=out)
         return 0
     print(f"{'ID':<20} {'COUNT':>5}  {'LAST SEEN':<25} {'SERVICE':<20} CHECK", file=out)
     for item in page.items:
+        last_seen = iso(item.last_seen)[:25]
         print(
-            f"{item['id']:<20} {item['occurrence_count']:>5}  {item['last_seen'][:25]:<25} "
-            f"{item['service'][:20]:<20} {item['check']}",
+            f"{item.id:<20} {item.occurrence_count:>5}  {last_seen:<25} "
+            f"{item.service[:20]:<20} {item.check}",
             file=out,
         )
     print(f"{len(page.items)} of {page.total} case(s)", file=out)
     return 0
 
 
-def _export(cases: list[dict[str, Any]], args: argparse.Namespace, out: TextIO) -> int:
+def _export(cases: list[Case], args: argparse.Namespace, out: TextIO) -> int:
     text = {"jsonl": to_jsonl, "deepeval": to_deepeval_json, "pytest": to_pytest}[args.format](
         cases
     )
@@ -191,9 +194,9 @@ def _replay(cases, settings, config, args, out: TextIO, err: TextIO) -> int:
     return 1 if failed else 0
 
 
-def replay_from_environment(case: dict):  # -> ReplayResult (import kept lazy for pytest start)
+def replay_from_environment(case: dict[str, Any]):  # -> ReplayResult (lazy imports: pytest start)
     """The step of a module `regressions export --format pytest` writes: settings from the
-    environment, one case replayed."""
+    environment, one case (as its JSON) validated and replayed."""
     import os
     from pathlib import Path
 
@@ -217,7 +220,7 @@ def replay_from_environment(case: dict):  # -> ReplayResult (import kept lazy fo
     )
     try:
         return replay_case(
-            case,
+            Case.model_validate(case),
             client,
             Scorer(settings.scorers),
             model=os.environ.get("TURNWATCH_REPLAY_MODEL"),

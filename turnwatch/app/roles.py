@@ -8,7 +8,7 @@ compose their own from the same builders.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -21,17 +21,24 @@ from turnwatch.app.settings import Settings
 from turnwatch.bus.base import Handler
 from turnwatch.bus.plugins import RecordHandler, SessionProcessor, load_callable
 from turnwatch.bus.records import INCIDENTS, SCORES, SESSIONS, Output, Record
+from turnwatch.exporters.ops import ReadinessCheck
 from turnwatch.exporters.regressions.api import include_incidents_api
 from turnwatch.exporters.regressions.handler import IncidentHandler, chain
 from turnwatch.exporters.regressions.metrics import RegressionMetrics
-from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
+from turnwatch.exporters.regressions.store import CaseStore, ContractLookup, regressions_dir
 from turnwatch.exporters.score_exporter import ScoreExporter
+from turnwatch.exporters.sessions.handler import SessionStoreHandler, open_store
+from turnwatch.exporters.sessions.metrics import SessionStoreMetrics
+from turnwatch.exporters.sessions.store import SessionStore
+from turnwatch.exporters.web.app import WebView, include_web_ui
+from turnwatch.incidents import Incident
 from turnwatch.schema import Session
 from turnwatch.scorers.flagging import Flagger
 from turnwatch.scorers.judge.evaluate import JudgeEvaluator
 from turnwatch.scorers.outliers import ScoreOutliers
 from turnwatch.scorers.registry import ContractRegistry
-from turnwatch.scorers.runner import Scorer, bus_processor
+from turnwatch.scorers.runner import Publish, Scorer, ScoringProcessor, bus_processor
+from turnwatch.scores import ScoreRecord
 
 
 def scorer_handler(processor: SessionProcessor) -> Handler:
@@ -42,46 +49,68 @@ def scorer_handler(processor: SessionProcessor) -> Handler:
     return handle
 
 
-def exporter_handler(handler: RecordHandler) -> Handler:
+def exporter_handler(
+    handler: RecordHandler, sessions: SessionStoreHandler | None = None
+) -> Handler:
+    """Scores and incidents to `handler`; sessions (read only when the store is on) to the store."""
+
     async def handle(topic: str, record: Record) -> list[Output]:
-        assert isinstance(record, dict)
+        if isinstance(record, Session) and sessions is not None:
+            return list(await sessions(topic, record))
+        # The bus validated it against its topic's model (scores or incidents).
+        assert isinstance(record, ScoreRecord | Incident)
         return list(await handler(topic, record))
 
     return handle
 
 
-def build_scorer_processor(settings: Settings, registry: CollectorRegistry) -> SessionProcessor:
-    """The scorer role's work per session: `bus.scorer_processor`, else turnwatch's scorers."""
+def build_scorer_processor(
+    settings: Settings, registry: CollectorRegistry, publish: Publish | None = None
+) -> SessionProcessor:
+    """The scorer role's work per session: `bus.scorer_processor`, else turnwatch's scorers
+    (given the bus's `publish`, judge metrics follow the checks instead of holding them back)."""
     if settings.bus.scorer_processor:
         return load_callable(settings.bus.scorer_processor)
     judge = JudgeEvaluator(settings.scorers.judge, registry)
     outliers = ScoreOutliers(settings.exporter.drift, settings.regressions.drift_outlier_deviations)
     flag = Flagger(settings.regressions, drift_outlier=outliers)
-    return bus_processor(Scorer(settings.scorers, judge=judge), flag=flag)
+    return bus_processor(Scorer(settings.scorers, judge=judge), flag=flag, publish=publish)
 
 
 @dataclass
 class Exporters:
     """The exporter stage as `turnwatch serve` runs it: score records and incidents in,
-    Prometheus score metrics and drift gauges, and regression cases on disk out."""
+    Prometheus score metrics and drift gauges, regression cases on disk and the session store
+    out. `sessions_handler` takes the sessions the store joins with their scores."""
 
     handler: RecordHandler
     store: CaseStore
+    sessions: SessionStore | None = None
+    sessions_handler: SessionStoreHandler | None = None
+
+
+def contract_lookup(settings: Settings) -> ContractLookup | None:
+    """Service name -> its contract (what regression cases copy from it), if contracts exist."""
+    contracts_dir = settings.scorers.contracts_dir
+    return ContractRegistry.from_directory(contracts_dir).for_service if contracts_dir else None
 
 
 def build_exporters(settings: Settings, registry: CollectorRegistry) -> Exporters:
-    contracts_dir = settings.scorers.contracts_dir
-    contracts = (
-        ContractRegistry.from_directory(contracts_dir).for_service if contracts_dir else None
-    )
     store = CaseStore(
         regressions_dir(settings.data_dir),
         settings.regressions,
         RegressionMetrics(registry),
-        contracts,
+        contract_lookup(settings),
     )
     scores = ScoreExporter(registry, settings.exporter)
-    return Exporters(handler=chain(scores.handle, IncidentHandler(store)), store=store)
+    handlers: list[RecordHandler] = [scores.handle, IncidentHandler(store)]
+    if not settings.session_store.enabled:
+        return Exporters(handler=chain(*handlers), store=store)
+    metrics = SessionStoreMetrics(registry)
+    sessions = open_store(settings.session_store, settings.data_dir, metrics)
+    sessions_handler = SessionStoreHandler(sessions)
+    handlers.append(sessions_handler)
+    return Exporters(chain(*handlers), store, sessions, sessions_handler)
 
 
 @dataclass(frozen=True)
@@ -94,29 +123,60 @@ class Consumer:
     handler: Handler
     mount: Callable[[FastAPI], None] | None = None
     """Adds the role's own routes to the ops server."""
+    readiness: dict[str, ReadinessCheck] = field(default_factory=dict)
+    """The role's own `/readyz` checks (the scorer's: a stuck judge)."""
+    drain: Callable[[float], Awaitable[None]] | None = None
+    """Finishes the role's work in progress at shutdown, within the seconds given (the scorer's:
+    the sessions still being judged, whose judged parts it publishes)."""
 
 
 def build_scorer(context: ServiceContext, processor: SessionProcessor | None = None) -> Consumer:
     """Sessions in, score records and incidents out; `processor` defaults to `bus.*` settings."""
     settings = context.settings
-    chosen = processor or build_scorer_processor(settings, context.registry)
+    chosen = processor or build_scorer_processor(settings, context.registry, context.bus().publish)
     group = settings.bus.kafka.scorer_group
-    return Consumer("scorer", (SESSIONS,), group, scorer_handler(chosen))
+    handler = scorer_handler(chosen)
+    if not isinstance(chosen, ScoringProcessor):
+        return Consumer("scorer", (SESSIONS,), group, handler)
+    checks = {"judge": chosen.readiness}
+    return Consumer("scorer", (SESSIONS,), group, handler, readiness=checks, drain=chosen.drain)
 
 
 def build_exporter(context: ServiceContext, tap: RecordHandler | None = None) -> Consumer:
-    """Score records and incidents in; metrics, regression cases and the incidents API out.
-    `bus.exporter_handler`, when set, replaces the handler; `tap` runs after it on each record."""
+    """Score records and incidents in (sessions too while the session store is on); metrics,
+    regression cases, the session store, the incidents API and the web view out.
+    `bus.exporter_handler` and `tap` run after turnwatch's exporters on each score and
+    incident, beside them: a tap never turns the exporters off."""
     settings = context.settings
     exporters = build_exporters(settings, context.registry)
-    configured = settings.bus.exporter_handler
-    handler = load_callable(configured) if configured else exporters.handler
-    if tap is not None:
-        handler = chain(handler, tap)
-    token = settings.regressions.api_token
-    mount = functools.partial(include_incidents_api, store=exporters.store, token=token)
+    taps = [load_callable(settings.bus.exporter_handler)] if settings.bus.exporter_handler else []
+    taps += [tap] if tap is not None else []
+    handler = chain(exporters.handler, *taps)
+    topics: tuple[str, ...] = (SCORES, INCIDENTS)
+    if exporters.sessions is not None:
+        topics = (SESSIONS, *topics)
+    mount = functools.partial(mount_exporter_routes, settings=settings, exporters=exporters)
     group = settings.bus.kafka.exporter_group
-    return Consumer("exporter", (SCORES, INCIDENTS), group, exporter_handler(handler), mount)
+    consume = exporter_handler(handler, exporters.sessions_handler)
+    return Consumer("exporter", topics, group, consume, mount)
+
+
+def mount_exporter_routes(app: FastAPI, settings: Settings, exporters: Exporters) -> None:
+    """The incidents API and, with the session store, the web view (same token for both)."""
+    token = settings.regressions.api_token
+    include_incidents_api(app, store=exporters.store, token=token)
+    if exporters.sessions is not None:
+        view = WebView(
+            exporters.sessions,
+            exporters.store,
+            token,
+            settings.data_dir,
+            settings.session_store.curated_dataset,
+            settings.regressions,
+            contract_lookup(settings),
+            exporters.sessions.metrics,
+        )
+        include_web_ui(app, view)
 
 
 Role = Literal["all", "collector", "scorer", "exporter"]

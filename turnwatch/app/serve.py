@@ -82,7 +82,10 @@ async def run(
     context = ServiceContext(settings)
     roles = compose(context)
     if roles.consumers:
-        context.bus()
+        bus = context.bus()
+        # Before anything is published: each group must see every record of its topics.
+        for consumer in roles.consumers:
+            bus.subscribe(consumer.topics, consumer.group)
     running = _Running(context, roles)
     await running.start()
     log.info("turnwatch serving", extra=running.described())
@@ -112,6 +115,8 @@ class _Running:
         checks = self.roles.collector.readiness() if self.roles.collector else {}
         if self.bus is not None:
             checks["bus"] = self.bus.readiness
+        for consumer in self.roles.consumers:
+            checks.update(consumer.readiness)
         return checks
 
     async def start(self) -> None:
@@ -188,6 +193,12 @@ class _Running:
         # (if it cannot, the spool keeps the records on disk for the next start).
         timeout = self.context.settings.bus.shutdown_timeout_seconds
         if not await bus.idle(timeout):
+            log.warning("bus not drained at shutdown", extra={"role": self.roles.name})
+        drains = [consumer.drain for consumer in self.roles.consumers if consumer.drain]
+        for drain in drains:
+            await drain(timeout)
+        # What the drains published (judged score records) is consumed before consumers stop.
+        if drains and not await bus.idle(timeout):
             log.warning("bus not drained at shutdown", extra={"role": self.roles.name})
         self.consumers_stop.set()
         if self.consumers:

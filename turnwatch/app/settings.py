@@ -34,6 +34,7 @@ from turnwatch.collector.deid.config import DeidConfig
 from turnwatch.collector.wal.config import WalConfig
 from turnwatch.exporters.config import ExporterConfig
 from turnwatch.exporters.regressions.config import RegressionConfig
+from turnwatch.exporters.sessions.config import CalibrationConfig, SessionStoreConfig
 from turnwatch.scorers.config import ScorerConfig
 from turnwatch.section import Section
 
@@ -73,6 +74,8 @@ class Settings(BaseSettings):
     scorers: ScorerConfig = Field(default_factory=ScorerConfig)
     regressions: RegressionConfig = Field(default_factory=RegressionConfig)
     exporter: ExporterConfig = Field(default_factory=ExporterConfig)
+    session_store: SessionStoreConfig = Field(default_factory=SessionStoreConfig)
+    calibration: CalibrationConfig = Field(default_factory=CalibrationConfig)
     data_dir: Path = Field(
         default=Path("turnwatch-data"),
         description="Where turnwatch keeps state: the generated pseudonym key, quarantine, "

@@ -4,8 +4,10 @@ publish(topic, key, record) returns once the record is safe: acknowledged by the
 in-sync replicas), in the embedded queue, or in the on-disk spool. consume(topics, group, handler)
 hands each record to the handler, publishes what the handler returns, and only then acknowledges
 the record (commits its offset), so a crash between the two means redelivery, never loss.
-Redeliveries are dropped by (topic, key, revision) within one process; across processes (a
-partition moving to another scorer) the next stage drops them the same way.
+Redeliveries are dropped by (topic, key, revision) per consumer group within one process (two
+groups reading one topic each see every record); across processes (a partition moving to another
+scorer) the next stage drops them the same way. `subscribe` declares a group before anything is
+published: the embedded bus gives each group its own queue; Kafka's groups need nothing.
 """
 
 from __future__ import annotations
@@ -16,19 +18,21 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
-from turnwatch.bus.dedupe import Deduper
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.records import (
     DEAD_LETTER,
+    DeadLetter,
     Output,
     Record,
     RecordTooLarge,
     Undecodable,
+    check_output,
     decode,
+    encode,
     revision_of,
     topic_label,
 )
-from turnwatch.schema import SCHEMA_VERSION
+from turnwatch.revisions import SeenRevisions
 
 log = logging.getLogger("turnwatch.bus")
 
@@ -40,6 +44,7 @@ class Bus(Protocol):
     metrics: BusMetrics
 
     async def start(self) -> None: ...
+    def subscribe(self, topics: Sequence[str], group: str) -> None: ...
     async def publish(self, topic: str, key: str, record: Record) -> None: ...
     async def consume(
         self, topics: Sequence[str], group: str, handler: Handler, stop: asyncio.Event
@@ -51,10 +56,22 @@ class Bus(Protocol):
         ...
 
 
+def encode_for_publish(
+    metrics: BusMetrics, logger: logging.Logger, topic: str, record: Record, max_bytes: int
+) -> bytes:
+    """What `publish` sends; a record over `max_bytes` is counted, logged and raised."""
+    try:
+        return encode(record, max_bytes)
+    except RecordTooLarge:
+        metrics.rejected.labels(topic_label(topic), "too_large").inc()
+        logger.warning("record too large; rejected", extra={"topic": topic_label(topic)})
+        raise
+
+
 class RecordProcessor:
     """Decode -> dedupe -> handler -> publish outputs; poison and handler errors go to the DLQ."""
 
-    def __init__(self, bus: Bus, handler: Handler, max_record_bytes: int, dedupe: Deduper):
+    def __init__(self, bus: Bus, handler: Handler, max_record_bytes: int, dedupe: SeenRevisions):
         self.bus = bus
         self.handler = handler
         self.max_record_bytes = max_record_bytes
@@ -71,12 +88,14 @@ class RecordProcessor:
             await self._dead_letter(topic, key, value, partition, offset, exc.reason)
             metrics.consumed.labels(label, "dead_lettered").inc()
             return "dead_lettered"
-        identity = (topic, key or "", revision_of(record))
-        if self.dedupe.seen(identity):
+        identity = (key or "", revision_of(record), topic)
+        if self.dedupe.seen(*identity):
             metrics.consumed.labels(label, "duplicate").inc()
             return "duplicate"
         try:
             outputs = await self.handler(topic, record)
+            for output in outputs:
+                check_output(output)
         except Exception as exc:
             # A handler bug on one record must not stall its partition: park it and move on.
             log.warning(
@@ -92,7 +111,7 @@ class RecordProcessor:
                 await self.bus.publish(output.topic, output.key, output.record)
             except RecordTooLarge:
                 continue  # counted by publish; the rest of the outputs still go out
-        self.dedupe.add(identity)
+        self.dedupe.add(*identity)
         metrics.consumed.labels(label, "processed").inc()
         return "processed"
 
@@ -107,14 +126,13 @@ class RecordProcessor:
     ) -> None:
         self.bus.metrics.dead_lettered.labels(reason).inc()
         payload = (value or b"")[: self.max_record_bytes // 2]
-        record = {
-            "schema_version": SCHEMA_VERSION,
-            "reason": reason,
-            "source_topic": topic,
-            "partition": partition,
-            "offset": offset,
-            "key": key,
-            "value_base64": base64.b64encode(payload).decode(),
-            "value_truncated": len(value or b"") > len(payload),
-        }
+        record = DeadLetter(
+            reason=reason,
+            source_topic=topic,
+            partition=partition,
+            offset=offset,
+            key=key,
+            value_base64=base64.b64encode(payload).decode(),
+            value_truncated=len(value or b"") > len(payload),
+        )
         await self.bus.publish(DEAD_LETTER, key or "", record)

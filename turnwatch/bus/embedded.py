@@ -3,8 +3,11 @@
 A topic holds at most `queue_size` records. `publish` waits while the topic is full, which stalls
 the collector's handoff task; the handoff queue then fills and the OTLP receivers answer 503 with
 Retry-After (the pipeline's `overloaded()`), so backpressure reaches the chatbot's exporter.
-Each topic has one consumer (one process, so one group member). The dead letter topic has none:
-it keeps the newest records in memory and counts what it pushes out.
+Each consumer group subscribed to a topic gets its own bounded queue of it (one process, so one
+member per group): the exporter's session store reads `turnwatch.sessions` beside the scorer, and
+a record is published once every group's queue took it, so the slowest group holds the collector
+back. The dead letter topic has none: it keeps the newest records in memory and counts what it
+pushes out.
 """
 
 from __future__ import annotations
@@ -17,12 +20,12 @@ from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
-from turnwatch.bus.base import Handler, RecordProcessor
+from turnwatch.bus.base import Handler, RecordProcessor, encode_for_publish
 from turnwatch.bus.config import BusConfig
-from turnwatch.bus.dedupe import Deduper
 from turnwatch.bus.metrics import BusMetrics
-from turnwatch.bus.records import DEAD_LETTER, TOPICS, Record, RecordTooLarge, encode, topic_label
+from turnwatch.bus.records import DEAD_LETTER, TOPICS, Record, topic_label
 from turnwatch.bus.spool import DiskSpool, Fifo, FifoFull, Item, MemoryFifo
+from turnwatch.revisions import SeenRevisions
 
 log = logging.getLogger("turnwatch.bus.embedded")
 
@@ -42,44 +45,76 @@ class EmbeddedBus:
         self.config = config
         self.metrics = metrics
         embedded = config.embedded
+        self._spool_dir = spool_dir if embedded.spool else None
+        # Each topic's first queue goes to the first group that subscribes; later groups get
+        # their own (`_fanout`), filled from the moment they subscribe.
         self._topics: dict[str, _Topic] = {}
+        self._owner: dict[str, str | None] = {}
+        self._fanout: dict[str, dict[str, _Topic]] = {}
         for topic in TOPICS:
             if topic == DEAD_LETTER:
                 continue
-            fifo: Fifo
-            if embedded.spool and spool_dir is not None:
-                fifo = DiskSpool(
-                    spool_dir / "embedded" / topic,
-                    config.spool.max_bytes,
-                    config.spool.segment_bytes,
-                    max_records=embedded.queue_size,
-                )
-            else:
-                fifo = MemoryFifo(embedded.queue_size)
-            self._topics[topic] = _Topic(fifo)
-            metrics.queue_depth.labels(topic).set(len(fifo))
+            self._topics[topic] = _Topic(self._fifo(topic))
+            self._owner[topic] = None
+            self._fanout[topic] = {}
+            metrics.queue_depth.labels(topic).set(len(self._topics[topic].fifo))
         self.dead_letters: deque[tuple[str, Record]] = deque(maxlen=DEAD_LETTER_KEPT)
         self._watermark = max(1, int(embedded.queue_size * embedded.high_watermark))
-        self._dedupe = Deduper(config.dedupe_entries)
+        self._dedupe: dict[str, SeenRevisions] = {}
+
+    def _fifo(self, name: str) -> Fifo:
+        embedded = self.config.embedded
+        if self._spool_dir is None:
+            return MemoryFifo(embedded.queue_size)
+        return DiskSpool(
+            self._spool_dir / "embedded" / name,
+            self.config.spool.max_bytes,
+            self.config.spool.segment_bytes,
+            max_records=embedded.queue_size,
+        )
+
+    def subscribe(self, topics: Sequence[str], group: str) -> None:
+        """Give `group` a queue of each topic; call before anything is published to it."""
+        for topic in topics:
+            if topic not in self._topics:
+                raise ValueError(f"unknown topic {topic_label(topic)}")
+            owner = self._owner[topic]
+            if owner is None:
+                self._owner[topic] = group
+            elif owner != group and group not in self._fanout[topic]:
+                self._fanout[topic][group] = _Topic(self._fifo(f"{topic}.{group}"))
+
+    def _queues(self, topic: str) -> list[_Topic]:
+        return [self._topics[topic], *self._fanout[topic].values()]
+
+    def _queue(self, topic: str, group: str) -> _Topic:
+        return self._fanout[topic].get(group, self._topics[topic])
+
+    def _all_queues(self) -> list[_Topic]:
+        return [queue for topic in self._topics for queue in self._queues(topic)]
+
+    def _show_depth(self, topic: str) -> None:
+        depth = max(len(queue.fifo) for queue in self._queues(topic))
+        self.metrics.queue_depth.labels(topic).set(depth)
 
     async def start(self) -> None:
         return None
 
     async def publish(self, topic: str, key: str, record: Record) -> None:
-        try:
-            value = encode(record, self.config.max_record_bytes)
-        except RecordTooLarge:
-            self.metrics.rejected.labels(topic_label(topic), "too_large").inc()
-            log.warning("record too large; rejected", extra={"topic": topic_label(topic)})
-            raise
+        value = encode_for_publish(self.metrics, log, topic, record, self.config.max_record_bytes)
         if topic == DEAD_LETTER:
             self.dead_letters.append((key, record))
             self.metrics.produced.labels(topic).inc()
             return
-        state = self._topics.get(topic)
-        if state is None:
+        if topic not in self._topics:
             raise ValueError(f"unknown topic {topic_label(topic)}")
         item = Item(topic, key, value)
+        for state in self._queues(topic):
+            await self._append(state, item)
+        self.metrics.produced.labels(topic).inc()
+        self._show_depth(topic)
+
+    async def _append(self, state: _Topic, item: Item) -> None:
         async with state.changed:
             waited = False
             while True:
@@ -95,20 +130,20 @@ class EmbeddedBus:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(state.changed.wait(), FULL_RETRY_SECONDS)
             state.changed.notify_all()
-        self.metrics.produced.labels(topic).inc()
-        self.metrics.queue_depth.labels(topic).set(len(state.fifo))
 
     async def consume(
         self, topics: Sequence[str], group: str, handler: Handler, stop: asyncio.Event
     ) -> None:
-        processor = RecordProcessor(self, handler, self.config.max_record_bytes, self._dedupe)
-        loops = [self._consume_topic(topic, processor, stop) for topic in topics]
+        self.subscribe(topics, group)
+        dedupe = self._dedupe.setdefault(group, SeenRevisions(self.config.dedupe_entries))
+        processor = RecordProcessor(self, handler, self.config.max_record_bytes, dedupe)
+        loops = [self._consume_topic(topic, group, processor, stop) for topic in topics]
         await asyncio.gather(*loops)
 
     async def _consume_topic(
-        self, topic: str, processor: RecordProcessor, stop: asyncio.Event
+        self, topic: str, group: str, processor: RecordProcessor, stop: asyncio.Event
     ) -> None:
-        state = self._topics[topic]
+        state = self._queue(topic, group)
         offset = 0
         stopping = asyncio.create_task(stop.wait())
         try:
@@ -132,28 +167,33 @@ class EmbeddedBus:
                     state.fifo.pop()  # the acknowledgement: only after the outputs are out
                     state.changed.notify_all()
                 offset += 1
-                self.metrics.queue_depth.labels(topic).set(len(state.fifo))
+                self._show_depth(topic)
         finally:
             stopping.cancel()
 
     def readiness(self) -> str | None:
-        full = [t for t, s in self._topics.items() if len(s.fifo) >= self._watermark]
+        full = [
+            topic
+            for topic in self._topics
+            if any(len(queue.fifo) >= self._watermark for queue in self._queues(topic))
+        ]
         return f"embedded bus saturated: {', '.join(full)}" if full else None
 
     async def idle(self, timeout: float) -> bool:
         """Wait until every topic is empty (consumers caught up); False if `timeout` passed."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if all(len(s.fifo) == 0 and not s.consumer_busy for s in self._topics.values()):
+            if all(len(q.fifo) == 0 and not q.consumer_busy for q in self._all_queues()):
                 return True
             await asyncio.sleep(0.02)
         return False
 
     async def close(self) -> int:
         lost = 0
-        for topic, state in self._topics.items():
-            if isinstance(state.fifo, MemoryFifo) and len(state.fifo):
-                lost += len(state.fifo)
-                self.metrics.lost_at_shutdown.labels(topic).inc(len(state.fifo))
-            state.fifo.close()
+        for topic in self._topics:
+            for state in self._queues(topic):
+                if isinstance(state.fifo, MemoryFifo) and len(state.fifo):
+                    lost += len(state.fifo)
+                    self.metrics.lost_at_shutdown.labels(topic).inc(len(state.fifo))
+                state.fifo.close()
         return lost

@@ -28,13 +28,13 @@ from pathlib import Path
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.errors import KafkaError, KafkaTimeoutError
 
-from turnwatch.bus.base import Handler, RecordProcessor
+from turnwatch.bus.base import Handler, RecordProcessor, encode_for_publish
 from turnwatch.bus.config import BusConfig
-from turnwatch.bus.dedupe import Deduper
 from turnwatch.bus.kafka_consumer import RECORD_OVERHEAD_BYTES, ConsumerWorker
 from turnwatch.bus.metrics import BusMetrics
-from turnwatch.bus.records import TOPICS, Record, RecordTooLarge, encode, topic_label
+from turnwatch.bus.records import TOPICS, Record, topic_label
 from turnwatch.bus.spool import DiskSpool, FifoFull, Item
+from turnwatch.revisions import SeenRevisions
 
 log = logging.getLogger("turnwatch.bus.kafka")
 # kafka-python logs every refused reconnect at WARNING; the bus logs state changes itself.
@@ -65,7 +65,7 @@ class KafkaBus:
         self._up_event = asyncio.Event()
         self._spool_changed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        self._dedupe = Deduper(config.dedupe_entries)
+        self._dedupe: dict[str, SeenRevisions] = {}
         self.spool: DiskSpool | None = None
         if config.spool.enabled and spool_dir is not None:
             self.spool = DiskSpool(
@@ -75,6 +75,9 @@ class KafkaBus:
         self._update_spool_gauges()
 
     # --- lifecycle -------------------------------------------------------------------------
+
+    def subscribe(self, topics: Sequence[str], group: str) -> None:
+        """Nothing to do: a Kafka consumer group reads every record of its topics by itself."""
 
     async def start(self) -> None:
         await self._probe()
@@ -222,12 +225,7 @@ class KafkaBus:
         self.metrics.produced.labels(topic_label(item.topic)).inc()
 
     async def publish(self, topic: str, key: str, record: Record) -> None:
-        try:
-            value = encode(record, self.config.max_record_bytes)
-        except RecordTooLarge:
-            self.metrics.rejected.labels(topic_label(topic), "too_large").inc()
-            log.warning("record too large; rejected", extra={"topic": topic_label(topic)})
-            raise
+        value = encode_for_publish(self.metrics, log, topic, record, self.config.max_record_bytes)
         item = Item(topic, key, value)
         while True:
             if self.spool is not None and (not self._up or len(self.spool) > 0):
@@ -305,7 +303,8 @@ class KafkaBus:
                     await asyncio.wait_for(stop.wait(), self.kafka.probe_interval_seconds)
                 if stop.is_set():
                     return
-        processor = RecordProcessor(self, handler, self.config.max_record_bytes, self._dedupe)
+        dedupe = self._dedupe.setdefault(group, SeenRevisions(self.config.dedupe_entries))
+        processor = RecordProcessor(self, handler, self.config.max_record_bytes, dedupe)
         worker = ConsumerWorker(self, list(topics), group, processor, asyncio.get_running_loop())
         thread_stop = threading.Event()
         waiter = asyncio.create_task(stop.wait())

@@ -7,7 +7,6 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from turnwatch.bus.records import TOPICS
 
 CONSUME_OUTCOMES = ("processed", "duplicate", "dead_lettered", "handler_error")
-PRODUCE_FAILURES = ("timeout", "broker_error")
 
 
 class BusMetrics:

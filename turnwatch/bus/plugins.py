@@ -1,9 +1,10 @@
-"""Default processors for the scorer and exporter roles, until the real ones plug in.
+"""The plugin surface of the scorer and exporter roles: what `module:function` paths resolve to.
 
-The scorer role calls `bus.scorer_processor(session)` for each session and publishes what it
-returns; the exporter role calls `bus.exporter_handler(topic, record)` for each score and
-incident. These defaults publish nothing: the bus's consumed-records counter is the only trace
-they leave. They make no score: a placeholder score would read as a real one downstream.
+`bus.scorer_processor` is a `SessionProcessor`: called with each validated `Session`, it returns
+the records to publish. `bus.exporter_handler` is a `RecordHandler`: called with each record of
+`turnwatch.scores` (a `ScoreRecord`) and `turnwatch.incidents` (an `Incident`), validated before
+the call. Both publish `Output(topic, key, model)` tuples; a record is acknowledged only after its
+outputs are.
 """
 
 from __future__ import annotations
@@ -12,19 +13,11 @@ import importlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from turnwatch.bus.records import Output
+from turnwatch.bus.records import ExporterRecord, Output
 from turnwatch.schema import Session
 
 SessionProcessor = Callable[[Session], Awaitable[Sequence[Output]]]
-RecordHandler = Callable[[str, dict[str, Any]], Awaitable[Sequence[Output]]]
-
-
-async def count_sessions(session: Session) -> Sequence[Output]:
-    return ()
-
-
-async def count_records(topic: str, record: dict[str, Any]) -> Sequence[Output]:
-    return ()
+RecordHandler = Callable[[str, ExporterRecord], Awaitable[Sequence[Output]]]
 
 
 class PluginError(ValueError):

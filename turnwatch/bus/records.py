@@ -1,14 +1,22 @@
-"""Topics and the bytes on them: JSON objects carrying `schema_version`, keyed by session id."""
+"""Topics and the records on them: one pydantic model per topic, JSON carrying `schema_version`.
+
+Every record is validated into its topic's model before a handler sees it, so handlers take
+models, never dicts: a `Session` from `turnwatch.sessions`, a `ScoreRecord` from
+`turnwatch.scores`, an `Incident` from `turnwatch.incidents`. A record that does not validate is
+`Undecodable("invalid")` and goes to the dead letter topic. Records are keyed by session id.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Literal, NamedTuple
 
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from turnwatch.schema import SCHEMA_VERSION, Session
+from turnwatch.incidents import Incident
+from turnwatch.schema import SCHEMA_VERSION, Session, WireModel
+from turnwatch.scores import ScoreRecord
 
 SESSIONS = "turnwatch.sessions"
 SCORES = "turnwatch.scores"
@@ -16,11 +24,31 @@ INCIDENTS = "turnwatch.incidents"
 DEAD_LETTER = "turnwatch.deadletter"
 TOPICS = (SESSIONS, SCORES, INCIDENTS, DEAD_LETTER)
 
-# Records on these topics are validated into a model before a handler sees them; the others
-# (scores, incidents) are handed on as dicts until their schema exists, and the exporter checks.
-TOPIC_MODELS: dict[str, type[BaseModel]] = {SESSIONS: Session}
 
-Record = BaseModel | dict[str, Any]
+class DeadLetter(WireModel):
+    """A record no handler could take, parked with where it came from and its bytes."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    reason: str
+    source_topic: str
+    partition: int
+    offset: int
+    key: str | None
+    value_base64: str
+    value_truncated: bool
+
+
+# Consumers subscribe to these topics only: a topic without a model is a wiring error, not bad data.
+TOPIC_MODELS: dict[str, type[BaseModel]] = {
+    SESSIONS: Session,
+    SCORES: ScoreRecord,
+    INCIDENTS: Incident,
+    DEAD_LETTER: DeadLetter,
+}
+
+Record = BaseModel
+ExporterRecord = ScoreRecord | Incident
+"""What the exporter role's handlers receive: the models of `turnwatch.scores` and `.incidents`."""
 
 
 class Output(NamedTuple):
@@ -47,22 +75,35 @@ def topic_label(topic: str) -> str:
     return topic if topic in TOPICS else "other"
 
 
+class WrongRecord(TypeError):
+    """A processor returned a record that is not its topic's model (a plugin bug)."""
+
+
+def check_output(output: Output) -> None:
+    model = TOPIC_MODELS.get(output.topic)
+    if model is None or not isinstance(output.record, model):
+        expected = model.__name__ if model is not None else "nothing (unknown topic)"
+        raise WrongRecord(
+            f"{topic_label(output.topic)} takes {expected}, not {type(output.record).__name__}"
+        )
+
+
 def encode(record: Record, max_bytes: int) -> bytes:
-    if isinstance(record, BaseModel):
-        value = record.model_dump_json(exclude_none=False).encode()
-    else:
-        if "schema_version" not in record:
-            raise ValueError("bus records carry a schema_version")
-        value = orjson.dumps(record)
+    if not isinstance(record, BaseModel):
+        # A plugin returning a dict would publish whatever it holds: only models go out.
+        raise TypeError(f"bus records are pydantic models, not {type(record).__name__}")
+    value = record.model_dump_json().encode()
     if len(value) > max_bytes:
         raise RecordTooLarge(len(value))
     return value
 
 
-def revision_of(record: Record) -> int | None:
-    value = record.revision if isinstance(record, Session) else None
-    if isinstance(record, dict):
-        value = record.get("revision")
+def revision_of(record: Record) -> int | str | None:
+    """What tells two records of one key apart when deduplicating: the revision, and for a score
+    record that comes in two parts (checks, then judged), the part as well."""
+    if isinstance(record, ScoreRecord):
+        return record.delivery()
+    value = getattr(record, "revision", None)
     return value if isinstance(value, int) else None
 
 
@@ -80,10 +121,7 @@ def decode(topic: str, value: bytes | None, max_bytes: int) -> Record:
         raise Undecodable("not_object")
     if data.get("schema_version") != SCHEMA_VERSION:
         raise Undecodable("unknown_schema_version")
-    model = TOPIC_MODELS.get(topic)
-    if model is None:
-        return data
     try:
-        return model.model_validate(data)
+        return TOPIC_MODELS[topic].model_validate(data)
     except ValidationError:
         raise Undecodable("invalid") from None

@@ -1,4 +1,4 @@
-"""The `demo` sub-command: `add_demo_parser(commands)` and `run_demo(args)` for turnwatch/cli.py.
+"""The `demo` sub-command for turnwatch/app/cli.py: `add_demo_parser(commands)`, `run_demo(args)`.
 
 Exit codes: 0 every conversation scored as the demo expects, 1 a conversation was not scored in
 time or an expected finding is missing (or turnwatch could not start), 2 usage error.

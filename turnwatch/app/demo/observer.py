@@ -11,44 +11,41 @@ import asyncio
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
 
-from turnwatch.bus.records import INCIDENTS, SCORES, Output
-
-Record = dict[str, Any]
+from turnwatch.bus.records import ExporterRecord, Output
+from turnwatch.incidents import Incident
+from turnwatch.scores import ScoreRecord
 
 
 class ScoreObserver:
     def __init__(self) -> None:
         self._changed = threading.Condition()
-        self._scores: dict[str, Record] = {}
-        self._incidents: dict[str, Record] = {}
+        self._scores: dict[str, ScoreRecord] = {}
+        self._incidents: dict[str, ScoreRecord] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
         """The service's loop, learnt from the first call (the demo waits for the bus on it)."""
 
-    async def __call__(self, topic: str, record: Record) -> Sequence[Output]:
+    async def __call__(self, topic: str, record: ExporterRecord) -> Sequence[Output]:
         self.loop = asyncio.get_running_loop()
-        if topic == SCORES:
-            self._keep(self._scores, record["session_id"], record)
-        elif topic == INCIDENTS:
-            # The envelope carries the score; a bare score record (no flagging) is the score.
-            score = record.get("score", record)
-            self._keep(self._incidents, score["session_id"], score)
+        if isinstance(record, Incident):
+            self._keep(self._incidents, record.score)
+        else:
+            self._keep(self._scores, record)
         return ()
 
-    def _keep(self, into: dict[str, Record], session_id: str, record: Record) -> None:
+    def _keep(self, into: dict[str, ScoreRecord], record: ScoreRecord) -> None:
         with self._changed:
-            known = into.get(session_id)
+            known = into.get(record.session_id)
             # A late span re-opens a session as a later revision: the latest one wins.
-            if known is None or record.get("revision", 1) >= known.get("revision", 1):
-                into[session_id] = record
+            if known is None or record.revision >= known.revision:
+                into[record.session_id] = record
             self._changed.notify_all()
 
-    def scores(self) -> dict[str, Record]:
+    def scores(self) -> dict[str, ScoreRecord]:
         with self._changed:
             return dict(self._scores)
 
-    def incidents(self) -> dict[str, Record]:
+    def incidents(self) -> dict[str, ScoreRecord]:
         with self._changed:
             return dict(self._incidents)
 

@@ -191,15 +191,12 @@ class DemoRun:
                 script,
                 scores.get(self.session_ids[script.name]),
                 self.session_ids[script.name] in incidents,
+                self.session_ids[script.name],
             )
             for script in SCRIPTS
         ]
         store = CaseStore(regressions_dir(self.settings.data_dir), self.settings.regressions)
-        cases = [
-            case
-            for case in store.summaries()
-            if datetime.fromisoformat(case["last_seen"]) >= started_at
-        ]
+        cases = [case for case in store.summaries() if case.last_seen >= started_at]
         return DemoReport(
             results=results,
             cases=cases,
@@ -214,8 +211,10 @@ class DemoRun:
     def _serve_until_interrupted(self, service: Service, ops_url: str) -> None:
         host = _loopback(self.settings.otlp.host)
         self.progress.note(
-            f"still serving: send spans to http://{host}:{service.ports.otlp_http}, browse "
-            f"{ops_url}/metrics and {ops_url}/api/incidents; Ctrl-C stops"
+            f"still serving. Open the web view: {ops_url}/ui/ (failed sessions first; click "
+            f"one for its transcript and findings). Also {ops_url}/metrics, "
+            f"{ops_url}/api/incidents, OTLP on http://{host}:{service.ports.otlp_http}; "
+            "Ctrl-C stops"
         )
         stop = threading.Event()
         # Both signals set the event (SIGINT too: a shell may start background jobs with it

@@ -1,8 +1,8 @@
 """The demo's closing report: what turnwatch found in each conversation, and where to look next.
 
 Built from the score records the observer saw and from the regression store on disk. It names
-checks, slices, counts and metric means only: never message text, finding explanations or ids,
-so the report is as safe to paste as the metrics are.
+checks, slices, counts, metric means and the (pseudonymous) session ids to open in the web view
+or with `turnwatch sessions show`: never message text or finding explanations.
 """
 
 from __future__ import annotations
@@ -13,47 +13,41 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from statistics import fmean
-from typing import Any
 
 from turnwatch.app.demo.scripts import Script
+from turnwatch.exporters.regressions.model import CaseSummary
+from turnwatch.scores import Finding, ScoreRecord, Severity
 
-Record = dict[str, Any]
-
-_SEVERITY_ORDER = ("info", "warning", "error", "critical")
-_LEVELS = ("turn_level", "trajectory_level", "session_level")
+_SEVERITY_ORDER = list(Severity)
 
 
 @dataclass(frozen=True, slots=True)
 class ConversationResult:
     script: Script
-    score: Record | None
+    score: ScoreRecord | None
     incident: bool
+    session_id: str
 
-    def findings(self) -> list[Record]:
+    def findings(self) -> list[Finding]:
         if self.score is None:
             return []
-        return [
-            finding
-            for level in _LEVELS
-            for result in self.score.get(level, [])
-            for finding in result.get("findings", [])
-        ]
+        return [finding for result in self.score.results() for finding in result.findings]
 
     def checks_fired(self) -> list[str]:
-        return sorted({finding["check"] for finding in self.findings()})
+        return sorted({finding.check for finding in self.findings()})
 
     def critical_checks(self) -> list[str]:
         if self.score is None:
             return []
-        return sorted({finding["check"] for finding in self.score.get("critical_failures", [])})
+        return sorted({finding.check for finding in self.score.critical_failures})
 
     def joint_success(self) -> bool | None:
-        return None if self.score is None else self.score["joint_success"]["value"]
+        return None if self.score is None else self.score.joint_success.value
 
     def slices(self) -> list[str]:
         if self.score is None:
             return []
-        return sorted({tag["slice"] for tag in self.score.get("slices", [])})
+        return sorted({tag.slice.value for tag in self.score.slices})
 
     def missed(self) -> list[str]:
         """Expected checks that reported nothing (a demo claim that did not hold)."""
@@ -71,8 +65,8 @@ class ConversationResult:
 @dataclass(slots=True)
 class DemoReport:
     results: list[ConversationResult]
-    cases: list[Record]
-    """Summaries (`exporters.regressions.store.summary`) of the cases seen during this run."""
+    cases: list[CaseSummary]
+    """Summaries of the cases seen during this run."""
     started_at: datetime
     elapsed_seconds: float
     data_dir: Path
@@ -136,6 +130,7 @@ def _conversations(report: DemoReport) -> list[str]:
                 ",".join(result.slices()) or "-",
                 "yes" if result.incident else "-",
                 verdict,
+                result.session_id,
             )
         )
     headers = (
@@ -147,6 +142,7 @@ def _conversations(report: DemoReport) -> list[str]:
         "tagged",
         "incident",
         "result",
+        "session",
     )
     return _table(headers, rows)
 
@@ -154,20 +150,20 @@ def _conversations(report: DemoReport) -> list[str]:
 def _findings_by_check(results: list[ConversationResult]) -> list[str]:
     sessions: Counter[str] = Counter()
     findings: Counter[str] = Counter()
-    worst: dict[str, str] = {}
+    worst: dict[str, Severity] = {}
     for result in results:
         seen = set()
         for finding in result.findings():
-            check = finding["check"]
+            check = finding.check
             findings[check] += 1
             seen.add(check)
-            severity = finding["severity"]
-            if _SEVERITY_ORDER.index(severity) > _SEVERITY_ORDER.index(worst.get(check, "info")):
+            severity = finding.severity
+            known = worst.get(check)
+            if known is None or _SEVERITY_ORDER.index(severity) > _SEVERITY_ORDER.index(known):
                 worst[check] = severity
-            worst.setdefault(check, severity)
         sessions.update(seen)
     rows = [
-        (check, sessions[check], findings[check], worst[check])
+        (check, sessions[check], findings[check], worst[check].value)
         for check in sorted(findings, key=lambda name: (-findings[name], name))
     ]
     return _table(("check", "sessions", "findings", "worst severity"), rows)
@@ -178,14 +174,14 @@ def _metrics(results: list[ConversationResult]) -> tuple[list[str], set[str]]:
     unscored: Counter[str] = Counter()
     judges: set[str] = set()
     for result in results:
-        for score in (result.score or {}).get("metrics", []):
-            judge = score.get("metadata", {}).get("judge")
+        for score in result.score.metrics if result.score is not None else []:
+            judge = score.metadata.get("judge")
             if isinstance(judge, str):
                 judges.add(judge)
-            if score["value"] is None:
-                unscored[score["name"]] += 1
+            if score.value is None:
+                unscored[score.name] += 1
             else:
-                values[score["name"]].append(float(score["value"]))
+                values[score.name].append(score.value)
     names = sorted(set(values) | set(unscored))
     rows = [
         (
@@ -251,9 +247,7 @@ def _critical_failures(results: list[ConversationResult]) -> str:
 
 
 def _incidents(report: DemoReport) -> list[str]:
-    new = sum(
-        datetime.fromisoformat(case["first_seen"]) >= report.started_at for case in report.cases
-    )
+    new = sum(case.first_seen >= report.started_at for case in report.cases)
     lines = [
         f"INCIDENTS: {report.incidents} flagged sessions -> {len(report.cases)} regression cases "
         f"({new} new, {len(report.cases) - new} recurring) in {_cases_dir(report)}",
@@ -273,10 +267,26 @@ def _expectations(results: list[ConversationResult]) -> list[str]:
     ]
 
 
+def failed_session(report: DemoReport) -> str | None:
+    """The session to open first: one with a critical failure, else a failed joint success."""
+    for wanted in (lambda r: bool(r.critical_checks()), lambda r: r.joint_success() is False):
+        found = [result for result in report.results if wanted(result)]
+        if found:
+            return found[0].session_id
+    return None
+
+
 def _where_to_look(report: DemoReport) -> list[str]:
     live = "" if report.serving else "   (live with --keep-serving)"
+    first = failed_session(report)
+    opened = [f"  failed session {report.ops_url}/ui/sessions/{first}" + live] if first else []
     return [
         "WHERE TO LOOK",
+        f"  web view       {report.ops_url}/ui/" + live,
+        "                 (failed sessions first: click one for its transcript and findings)",
+        *opened,
+        f"  sessions       turnwatch sessions --data-dir {report.data_dir} list",
+        f"  one session    turnwatch sessions --data-dir {report.data_dir} show <session>",
         f"  metrics        {report.ops_url}/metrics" + live,
         f"  incidents API  {report.ops_url}/api/incidents" + live,
         f"  incident files {_cases_dir(report)}/",
@@ -290,6 +300,6 @@ def _cases_dir(report: DemoReport) -> Path:
     return (report.data_dir / "regressions").resolve()
 
 
-def _case_rows(cases: list[Record]) -> list[tuple[object, ...]]:
-    ordered = sorted(cases, key=lambda case: (case["check"], case["id"]))
-    return [(case["id"], case["check"], case["occurrence_count"]) for case in ordered]
+def _case_rows(cases: list[CaseSummary]) -> list[tuple[object, ...]]:
+    ordered = sorted(cases, key=lambda case: (case.check, case.id))
+    return [(case.id, case.check, case.occurrence_count) for case in ordered]

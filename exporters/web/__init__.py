@@ -1,0 +1,1 @@
+"""The web view on the ops port: server-rendered pages over sessions and regression cases."""
