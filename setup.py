@@ -38,6 +38,8 @@ COMPILED_MODULES = [
     "collector/sessionizer.py",
     "collector/sampler.py",
     "collector/assembler.py",
+    "collector/otlp_wire.py",
+    "collector/otlp_values.py",
     "collector/otlp_proto.py",
     "collector/pipeline.py",
     "collector/dialects/__init__.py",

@@ -61,7 +61,7 @@ class Quality:
             if value in text:
                 self.labelled += 1
                 self.removed += value not in output
-        for region in merge(findings):
+        for region in merge(text, findings):
             self.regions += 1
             self.true_regions += any(
                 region.start < end and start < region.end for start, end in occurrences

@@ -1,12 +1,12 @@
 """Write-ahead log: what durable acceptance costs the collector, per fsync policy.
 
-The ingest benchmark's server and load (benchmarks/ingest.py: the collector stage in a subprocess,
-protobuf requests of 512 GenAI chat spans, about 1 KB of text each, sessions assembled at sampling
-rate 1.0), run with the log off and with `wal.fsync` `never`, `batch` and `always`, each on a fresh
-server and data directory. Rounds rotate the order of the four, every run posts requests no other
-run posted, and the ratio column divides by the log-off run of the same round. Also per run: p50 /
-p99 response time (the 200 waits for the policy's fsync), fsyncs per request and bytes written to
-the log per span.
+The ingest benchmark's server and load (benchmarks/otlp_load.py and ingest.py: the collector
+stage in a subprocess, protobuf requests of 512 GenAI chat spans, about 1 KB of text each,
+sessions assembled at sampling rate 1.0), run with the log off and with `wal.fsync` `never`,
+`batch` and `always`, each on a fresh server and data directory. Rounds rotate the order of the
+four, every run posts requests no other run posted, and the ratio column divides by the log-off
+run of the same round. Also per run: p50 / p99 response time (the 200 waits for the policy's
+fsync), fsyncs per request and bytes written to the log per span.
 
 Then the log alone, in this process (less noise than a server's CPU on a shared machine): CPU per
 request to encrypt, write and (per policy) fsync the same request bodies, four writers at a time,
@@ -36,27 +36,34 @@ from turnwatch.collector.wal.durability import Durability  # noqa: E402
 from turnwatch.collector.wal.metrics import WalMetrics  # noqa: E402
 from turnwatch.collector.wal.segments import Kind  # noqa: E402
 
-from benchmarks.ingest import SPANS_PER_REQUEST, Server, build_requests, run, serve_collector  # noqa: E402
+from benchmarks.ingest import run_turnwatch  # noqa: E402
+from benchmarks.otlp_load import SPANS_PER_REQUEST, Load, TurnwatchServer  # noqa: E402
 from turnwatch import collector  # noqa: E402
 
 POLICIES = ("off", "never", "batch", "always")
 
 
 def wal_overrides(policy: str, data_dir: str) -> dict[str, object]:
-    if policy == "off":
-        return {"data_dir": data_dir}
-    return {"data_dir": data_dir, "wal.enabled": True, "wal.fsync": policy}
+    overrides: dict[str, object] = {
+        "data_dir": data_dir,
+        "sessions.idle_timeout_seconds": 30,
+        "handoff.queue_size": 100_000,
+        "sampling.rate": 1.0,
+    }
+    if policy != "off":
+        overrides |= {"wal.enabled": True, "wal.fsync": policy}
+    return overrides
 
 
 def measure(policy: str, requests: int, clients: int, seed: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="turnwatch-wal-bench-") as data_dir:
-        extra = ("--policy", policy, "--data-dir", data_dir)
-        server = Server(1.0, script=__file__, extra=extra)
+        server = TurnwatchServer(wal_overrides(policy, data_dir))
+        load = Load(f"{policy}-{seed}", seed)
         try:
-            run(server, build_requests(8, seed=seed), clients, None)  # warm-up
+            run_turnwatch(server, load.requests(8), clients, None)  # warm-up
             fsyncs_before = server.metric("turnwatch_wal_fsync_duration_seconds_count")
             bytes_before = server.metric("turnwatch_wal_appended_bytes_total")
-            row = run(server, build_requests(requests, seed=seed + 1), clients, None)
+            row = run_turnwatch(server, load.requests(requests), clients, None)
             fsyncs = server.metric("turnwatch_wal_fsync_duration_seconds_count") - fsyncs_before
             written = server.metric("turnwatch_wal_appended_bytes_total") - bytes_before
         finally:
@@ -93,7 +100,7 @@ async def log_alone(policy: str, bodies: list[bytes], sessions: int) -> tuple[fl
         per_request = (cpu_seconds() - started) / len(bodies)
         started = cpu_seconds()
         for number in range(sessions):
-            state = OpenSession(f"bench-{number}", "attribute", 1, 0.0, 0.0)
+            state = OpenSession(f"bench-{number}", "attribute", 0.0, 0.0, revision=1)
             state.sources = {1 + number % len(bodies): [number % 512, number % 512]}
             claim = wal.claim(state)
             assert claim is not None
@@ -108,14 +115,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=60)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--serve-collector", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--sampling-rate", type=float, default=1.0, help=argparse.SUPPRESS)
-    parser.add_argument("--policy", choices=POLICIES, help=argparse.SUPPRESS)
-    parser.add_argument("--data-dir", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve_collector:
-        serve_collector(args.sampling_rate, wal_overrides(args.policy, args.data_dir))
-        return
 
     print(
         f"write-ahead log: {args.requests} requests x {SPANS_PER_REQUEST} spans per run, "
@@ -147,7 +147,7 @@ def main() -> None:
         values = ratios[policy]
         print(f"  {policy:<8}{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})")
 
-    bodies = build_requests(40, seed=seed + 1000)
+    bodies = Load("alone", seed + 1000).requests(40)
     print(f"the log alone: {len(bodies)} requests of {SPANS_PER_REQUEST} spans, best of 3")
     print(f"{'policy':<8}{'CPU ms/request':>15}{'us/span':>9}{'claim+mark us/session':>23}")
     for policy in POLICIES[1:]:

@@ -6,6 +6,13 @@ far (the longest suffix of the transcript that the inputs start with is already 
 the rest is appended, followed by the call's outputs. Delta-style APIs (which send only the new
 message) align on nothing and simply append. Tool executions are then joined to the tool calls
 that requested them, by call id or else by name within the same trace.
+
+The sessionizer already dropped the resent part of a call whose input extends the previous call's
+(`Observation.resends`): such a call holds only its new messages, and when the transcript ends
+with the previous call's input and outputs it is aligned from those alone, which gives the same
+result as aligning its whole input at a cost that does not grow with the conversation. Anything
+else (calls out of order, an edited history, a cut message) aligns the whole input as before.
+Observations are never changed here: each revision is assembled from working copies.
 """
 
 from __future__ import annotations
@@ -54,12 +61,57 @@ Placed = tuple[Message, Observation, bool]
 """A transcript message, the model call that first revealed it, and whether it was an output."""
 
 
-def _merge_same_span(calls: list[Observation]) -> list[Observation]:
+class _Resent:
+    """How working copies of model calls extend one another's inputs (`Observation.resends`)."""
+
+    def __init__(self, copies: dict[int, Observation]) -> None:
+        self.copies = copies  # id(buffered observation) -> its working copy
+        self.merged_into: dict[int, Observation] = {}  # id(copy) -> the copy that absorbed it
+        self.wholes: dict[int, list[Message]] = {}
+
+    def previous(self, call: Observation) -> Observation | None:
+        """The working copy of the call whose whole input `call`'s input starts with."""
+        if call.resends is None:
+            return None
+        target = self.copies.get(id(call.resends))
+        while target is not None and id(target) in self.merged_into:
+            target = self.merged_into[id(target)]
+        return None if target is call else target
+
+    def whole_inputs(self, call: Observation) -> list[Message]:
+        chain: list[Observation] = []
+        seen: set[int] = set()
+        whole: list[Message] = []
+        link: Observation | None = call
+        while link is not None and id(link) not in seen:
+            known = self.wholes.get(id(link))
+            if known is not None:
+                whole = known
+                break
+            seen.add(id(link))
+            chain.append(link)
+            link = self.previous(link)
+        for item in reversed(chain):
+            whole = (
+                whole + item.inputs if item is not chain[-1] or link is not None else item.inputs
+            )
+            self.wholes[id(item)] = whole
+        return whole
+
+    def expand(self, call: Observation) -> None:
+        """Give `call` its whole input, no longer relying on the call it extends."""
+        if call.resends is not None:
+            call.inputs = list(self.whole_inputs(call))
+            call.resends = None
+
+
+def _merge_same_span(calls: list[Observation], resent: _Resent) -> list[Observation]:
     """A span and its log events (details event, per-message events) describe one call.
 
     Per-message events carry one message each and accumulate, also into a span that carried no
     content itself (the usual legacy shape: a bare chat span plus one log record per message).
-    A span or details event carries the whole call, so its content replaces what events built.
+    A span or details event carries the whole call, so its content replaces what events built
+    (and with it which call's input it extends).
     """
     merged: dict[tuple[str, str], Observation] = {}
     from_events: set[tuple[str, str]] = set()
@@ -73,7 +125,10 @@ def _merge_same_span(calls: list[Observation]) -> list[Observation]:
             if call.kind is MESSAGE_EVENT:
                 from_events.add(key)
             continue
+        resent.merged_into[id(call)] = existing
         is_event = call.kind is MESSAGE_EVENT
+        if is_event:
+            resent.expand(existing)
         empty = not existing.inputs and not existing.outputs and not existing.system_instructions
         takes_content = empty or key in from_events
         if is_event and takes_content:
@@ -87,6 +142,7 @@ def _merge_same_span(calls: list[Observation]) -> list[Observation]:
             existing.inputs, existing.outputs = call.inputs, call.outputs
             existing.system_instructions = call.system_instructions
             existing.dialect = call.dialect
+            existing.resends = call.resends
             from_events.discard(key)
         if not is_event and existing.kind is MESSAGE_EVENT:
             existing.kind = LLM_CALL
@@ -126,22 +182,72 @@ def _cut_history_is_known(known: list[tuple[Any, ...]], incoming: list[tuple[Any
     return any(known[start : start + len(head)] == head for start in range(last_start + 1))
 
 
-def _align(calls: list[Observation]) -> list[Placed]:
+def _known_from_previous(
+    identities: list[tuple[Any, ...]], previous: Observation, call: Observation, whole: int
+) -> int:
+    """How many of `call.inputs` (what follows the previous call's `whole` input messages) the
+    transcript already holds, or -1 when only the whole input can tell.
+
+    The transcript ends with the previous call's whole input and outputs. If the new messages
+    start with those outputs (the answer resent as history), aligning the whole input finds the
+    previous input and outputs at the end of the transcript, unless a longer suffix matches: that
+    needs the transcript to hold the first input message again earlier, which is checked.
+    """
+    rest = call.inputs
+    outputs = len(previous.outputs)
+    if outputs > len(rest):
+        return -1
+    if outputs and identities[-outputs:] != [message.identity() for message in rest[:outputs]]:
+        return -1
+    if len(rest) > outputs and rest[-1].truncated:
+        return -1
+    matched = whole + outputs
+    if whole:
+        first = identities[len(identities) - matched]
+    elif rest:
+        first = rest[0].identity()
+    else:
+        return outputs
+    longest = min(len(identities), whole + len(rest))
+    for start in range(len(identities) - longest, len(identities) - matched):
+        if identities[start] == first:
+            return -1
+    return outputs
+
+
+def _align(calls: list[Observation], resent: _Resent) -> list[Placed]:
     placed: list[Placed] = []
     identities: list[tuple[Any, ...]] = []
+    last: Observation | None = None
+    last_whole = 0  # messages in the last call's whole input
+    contiguous = False  # the transcript ends with the last call's whole input and outputs
     for call in calls:
-        inputs = call.inputs
-        incoming = [message.identity() for message in inputs]
-        known = _overlap(identities, incoming)
-        cut = known < len(incoming) and inputs[-1].truncated
-        if cut and _cut_history_is_known(identities, incoming):
-            known = len(incoming)
-        for message in inputs[known:]:
-            placed.append((message, call, False))
-        identities += incoming[known:]
+        previous = resent.previous(call)
+        known = -1
+        if previous is not None and previous is last and contiguous:
+            known = _known_from_previous(identities, previous, call, last_whole)
+        if known >= 0:
+            for message in call.inputs[known:]:
+                placed.append((message, call, False))
+                identities.append(message.identity())
+            last_whole += len(call.inputs)
+            contiguous = True
+        else:
+            inputs = resent.whole_inputs(call) if previous is not None else call.inputs
+            incoming = [message.identity() for message in inputs]
+            known = _overlap(identities, incoming)
+            cut = known < len(incoming) and inputs[-1].truncated
+            contiguous = not (cut and _cut_history_is_known(identities, incoming))
+            if not contiguous:
+                known = len(incoming)
+            for message in inputs[known:]:
+                placed.append((message, call, False))
+            identities += incoming[known:]
+            last_whole = len(inputs)
         for message in call.outputs:
             placed.append((message, call, True))
             identities.append(message.identity())
+        last = call
     return placed
 
 
@@ -259,11 +365,13 @@ def _unique(values: Iterable[str | None]) -> list[str]:
     return list(dict.fromkeys(filter(None, values)))
 
 
-def assemble(observations: list[Observation]) -> Transcript:
-    for observation in observations:
-        observation.materialize()
+def assemble(buffered: list[Observation]) -> Transcript:
+    observations = [observation.parsed() for observation in buffered]
+    resent = _Resent(
+        {id(original): copy for original, copy in zip(buffered, observations, strict=True)}
+    )
     calls = [o for o in observations if o.kind is LLM_CALL or o.kind is MESSAGE_EVENT]
-    calls = _merge_same_span(sorted(calls, key=lambda o: (o.start_ns, o.event_sequence)))
+    calls = _merge_same_span(sorted(calls, key=lambda o: (o.start_ns, o.event_sequence)), resent)
     if any(not call.agent_level for call in calls):
         # Agent spans repeat the user input and final answer of the model calls inside them.
         calls = [call for call in calls if not call.agent_level]
@@ -272,9 +380,9 @@ def assemble(observations: list[Observation]) -> Transcript:
     reasons: list[str] = []
     for call in calls:
         reasons.extend(call.incomplete_reasons)
-        if not call.inputs and not call.outputs:
+        if not call.inputs and not call.outputs and resent.previous(call) is None:
             reasons.append("no_content")
-    transcript.turns = _build_turns(_align(calls))
+    transcript.turns = _build_turns(_align(calls, resent))
     executions = [o for o in observations if o.kind is TOOL_EXECUTION]
     transcript.tool_errors = _attach_executions(transcript.turns, executions)
     if any(turn.get("redacted") for turn in transcript.turns):

@@ -14,11 +14,12 @@ from pydantic import Field, SecretStr
 from turnwatch.collector.wal.config import WalConfig
 
 from turnwatch.section import Section
+from turnwatch.serving import ConnectionLimits
 
 MiB = 1024 * 1024
 
 
-class OtlpConfig(Section):
+class OtlpConfig(ConnectionLimits):
     host: str = Field(default="127.0.0.1", description="Address the OTLP receivers bind to.")
     http_port: int = Field(default=4318, ge=0, le=65535, description="OTLP/HTTP; 0 picks one.")
     grpc_port: int = Field(default=4317, ge=0, le=65535, description="OTLP/gRPC; 0 picks one.")
@@ -37,6 +38,45 @@ class OtlpConfig(Section):
     )
     retry_after_seconds: int = Field(
         default=2, ge=1, le=5, description="Retry-After sent with 429/503 (clients give up >10 s)."
+    )
+    max_spans_per_request: int = Field(
+        default=10_000, gt=0, description="A trace request with more spans is refused (413)."
+    )
+    max_log_records_per_request: int = Field(
+        default=10_000, gt=0, description="A logs request with more records is refused (413)."
+    )
+    max_values_per_request: int = Field(
+        default=500_000,
+        gt=0,
+        description="Items, attributes, events, links and array/kvlist elements in one request; "
+        "past it the request is refused (413). Bounds decoding memory, as spans alone do not.",
+    )
+    decode_workers: int = Field(
+        default=2,
+        ge=1,
+        le=32,
+        description="Threads that decompress and decode requests, off the event loop.",
+    )
+    max_concurrent_requests: int = Field(
+        default=16,
+        ge=1,
+        description="Export requests read and decoded at once (HTTP and gRPC together); past "
+        "it the answer is 503 / UNAVAILABLE with Retry-After.",
+    )
+    body_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="Time for a request's whole body to arrive; past it the answer is 400 and "
+        "the connection is closed.",
+    )
+    grpc_max_concurrent_streams: int = Field(
+        default=16, ge=1, description="Concurrent gRPC calls on one connection."
+    )
+    grpc_keepalive_seconds: float = Field(
+        default=60.0, gt=0, description="The gRPC server pings a connection idle this long."
+    )
+    grpc_keepalive_timeout_seconds: float = Field(
+        default=20.0, gt=0, description="A connection whose ping is not answered in this is closed."
     )
 
 
@@ -75,7 +115,18 @@ class SessionConfig(Section):
         description="A late span within this window re-emits the whole conversation as a new "
         "revision; after it, the late spans form a new revision on their own.",
     )
-    max_remembered_sessions: int = Field(default=50_000, ge=0)
+    max_reopen_bytes: int = Field(
+        default=128 * MiB,
+        ge=0,
+        description="Content of closed sessions kept for the reopen window (part of "
+        "max_buffered_bytes); past it the oldest closed session's content is dropped first.",
+    )
+    max_remembered_sessions: int = Field(
+        default=50_000,
+        ge=0,
+        description="Closed conversation keys remembered, so a late span after its content was "
+        "dropped opens a revision flagged truncated.",
+    )
     end_marker_attributes: dict[str, str] = Field(
         default={"turnwatch.session.end": "true"},
         description="Attribute values that close a session at once.",

@@ -22,6 +22,11 @@ class CollectorMetrics:
             ["transport", "reason"],
             registry=registry,
         )
+        self.requests_in_flight = Gauge(
+            "turnwatch_otlp_requests_in_flight",
+            "OTLP export requests being read or decoded (at most otlp.max_concurrent_requests).",
+            registry=registry,
+        )
         self.request_duration = Histogram(
             "turnwatch_otlp_request_duration_seconds",
             "Time to decode and buffer one OTLP export request.",
@@ -69,7 +74,8 @@ class CollectorMetrics:
         )
         self.buffered_bytes = Gauge(
             "turnwatch_session_buffer_bytes",
-            "Approximate bytes of content buffered in open sessions.",
+            "Memory the sessionizer holds: open sessions, content kept for the reopen window "
+            "and its key maps (measured object sizes).",
             registry=registry,
         )
         self.handoff_depth = Gauge(
@@ -85,7 +91,8 @@ class CollectorMetrics:
         )
         self.assembly_duration = Histogram(
             "turnwatch_session_assembly_seconds",
-            "Time to assemble one sampled session into its wire record (parse, align, validate).",
+            "CPU time to assemble one sampled session into its wire record (parse, align, "
+            "validate), of the thread that assembles it.",
             buckets=ASSEMBLY_BUCKETS,
             registry=registry,
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -15,6 +17,15 @@ class Undecodable(Exception):
     """The body is not an OTLP request at all (HTTP 400 / gRPC INVALID_ARGUMENT)."""
 
 
+class TooLarge(Exception):
+    """The request passes a cap on its size or on what it holds (HTTP 413 / RESOURCE_EXHAUSTED);
+    `reason` is the label it is counted under."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 class ItemRejected(Exception):
     """One span or log record cannot be used; the rest of the request still is."""
 
@@ -25,7 +36,26 @@ class ItemRejected(Exception):
 
 @dataclass(slots=True)
 class DecodeLimits:
+    """The receivers' caps, and the part of `max_values` the request being decoded has left
+    (`for_request` starts a request's count; the decoders take from it)."""
+
     max_attribute_bytes: int = 1024 * 1024
+    max_items: int = 10_000
+    """Spans in a trace request, log records in a logs request."""
+    max_values: int = 500_000
+    """Values in one request: its items, their attributes, events and links, the elements of
+    array and kvlist values, log bodies (OTLP/JSON: every JSON value, see otlp_json.py)."""
+    values_left: int = 500_000
+
+    def for_request(self) -> DecodeLimits:
+        return DecodeLimits(
+            self.max_attribute_bytes, self.max_items, self.max_values, self.max_values
+        )
+
+    def take(self, count: int) -> None:
+        self.values_left -= count
+        if self.values_left < 0:
+            raise TooLarge("too_many_values", f"more than {self.max_values} values in one request")
 
 
 @dataclass(slots=True)
@@ -45,19 +75,25 @@ class DecodeResult(Generic[ViewT]):
         return "rejected: " + ", ".join(parts) if parts else ""
 
 
+Decoder = Callable[[bytes, DecodeLimits], DecodeResult]
+"""An OTLP body decoder: the protobuf and JSON decoders of each signal."""
+
+_HEX = re.compile(r"[0-9a-fA-F]*")
+_ZERO = re.compile(r"0*")
+
+
 def check_id(raw: str, hex_length: int, *, required: bool) -> str:
-    """Validate a lower-case hex trace or span id; an all-zero id counts as absent."""
+    """A hex trace or span id of exactly `hex_length` digits, as lower case; an all-zero id
+    counts as absent. Only the digits: `int(raw, 16)` also took "0x...", a sign, spaces and
+    underscores, so ids that no exporter sends passed as valid."""
     if not raw:
         if required:
             raise ItemRejected("missing_id")
         return ""
-    if len(raw) != hex_length:
+    if len(raw) != hex_length or _HEX.fullmatch(raw) is None:
         raise ItemRejected("invalid_id")
-    try:
-        if int(raw, 16) == 0:
-            if required:
-                raise ItemRejected("invalid_id")
-            return ""
-    except ValueError:
-        raise ItemRejected("invalid_id") from None
-    return raw
+    if _ZERO.fullmatch(raw) is not None:
+        if required:
+            raise ItemRejected("invalid_id")
+        return ""
+    return raw.lower()

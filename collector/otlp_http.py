@@ -1,17 +1,20 @@
 """OTLP/HTTP receiver: `POST /v1/traces` and `POST /v1/logs`, protobuf or JSON, gzip or deflate.
 
 Error contract (OTLP specification): 200 with `partial_success` for spans that cannot be used,
-400 for an undecodable body, 401 for a missing or wrong bearer token, 413 past the size caps,
-415 for a content type or encoding it does not speak, 503 with Retry-After when the pipeline is
-saturated (503 rather than 429 because Python exporters before 1.44 retry 5xx but drop on 429).
-Responses use the request's content type; error bodies are `google.rpc.Status`.
+400 for an undecodable body (or one that does not arrive within `otlp.body_timeout_seconds`),
+401 for a missing or wrong bearer token, 413 past the size caps and the caps on what a request
+holds, 415 for a content type or encoding it does not speak, 503 with Retry-After when the
+pipeline or the receiver is saturated, the write-ahead log is full or the disk refused its write
+(503 rather than 429 because Python exporters before 1.44 retry 5xx but drop on 429). Responses
+use the request's content type; error bodies are `google.rpc.Status`. The body is decompressed and
+decoded off the event loop (receiver.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Callable
 
 import orjson
 from fastapi import FastAPI, Request, Response
@@ -25,10 +28,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
     ExportTraceServiceResponse,
 )
+from starlette.requests import ClientDisconnect
 from turnwatch.collector import otlp_json, otlp_proto
-from turnwatch.collector.body import BodyTooLarge, UnsupportedEncoding, decompress
-from turnwatch.collector.otlp_common import DecodeLimits, DecodeResult, Undecodable
-from turnwatch.collector.receiver import IngestOutcome, NotAccepted, Receiver
+from turnwatch.collector.body import BodyTooLarge, UnsupportedEncoding
+from turnwatch.collector.otlp_common import TooLarge, Undecodable
+from turnwatch.collector.receiver import Decoded, Decoder, IngestOutcome, NotAccepted, Receiver
 from turnwatch.collector.wal.requests import RequestBody
 
 log = logging.getLogger("turnwatch.collector.http")
@@ -36,8 +40,7 @@ log = logging.getLogger("turnwatch.collector.http")
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 TRANSPORT = "http"
-
-Decoder = Callable[[bytes, DecodeLimits], DecodeResult]
+CLOSE = {"Connection": "close"}
 
 
 class _Refusal(Exception):
@@ -51,7 +54,7 @@ def _media_type(request: Request) -> str:
     return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
+async def _read_body(request: Request, limit: int) -> list[bytes]:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise BodyTooLarge("declared body exceeds the limit")
@@ -62,7 +65,7 @@ async def _read_body(request: Request, limit: int) -> bytes:
         if size > limit:
             raise BodyTooLarge("body exceeds the limit")
         chunks.append(chunk)
-    return b"".join(chunks)
+    return chunks
 
 
 # google.rpc.Status.code is a google.rpc.Code (the gRPC code set), not an HTTP status; the
@@ -130,6 +133,7 @@ def create_otlp_app(receiver: Receiver) -> FastAPI:
         started = time.perf_counter()
         media_type = _media_type(request)
         answer_type = media_type if media_type in (PROTOBUF, JSON) else PROTOBUF
+        read: list[bytes] | None = None
         try:
             if not receiver.authorized(request.headers.get("authorization")):
                 raise _Refusal(
@@ -145,39 +149,66 @@ def create_otlp_app(receiver: Receiver) -> FastAPI:
                 )
             if overload := receiver.overloaded():
                 raise _Refusal(503, overload, "pipeline saturated; retry later", retry_after)
-            try:
-                raw = await _read_body(request, config.max_request_bytes)
-                body = decompress(
-                    raw, request.headers.get("content-encoding", ""), config.max_decompressed_bytes
-                )
-                result = decode(body, receiver.limits)
-            except BodyTooLarge as exc:
-                raise _Refusal(413, "too_large", str(exc)) from None
-            except UnsupportedEncoding:
+            if receiver.saturated():
                 raise _Refusal(
-                    415,
-                    "unsupported_encoding",
-                    "content encoding must be gzip, deflate or identity",
-                ) from None
-            except Undecodable as exc:
-                raise _Refusal(400, "undecodable", str(exc)) from None
-            except (RecursionError, UnicodeDecodeError, ValueError, TypeError) as exc:
-                log.warning("decoder failed on request", extra={"error": type(exc).__name__})
-                raise _Refusal(400, "undecodable", "body could not be decoded") from None
+                    503, "too_many_requests", "too many requests at once; retry later", retry_after
+                )
+            with receiver.in_flight():
+                read = await _body(request)
+                decoded = await _decoded(request, signal, decode, read)
             try:
-                request_body = RequestBody(signal, media_type == JSON, body)
-                outcome = await receiver.ingest(TRANSPORT, request_body, result)
+                request_body = RequestBody(signal, media_type == JSON, decoded.body)
+                outcome = await receiver.ingest(TRANSPORT, request_body, decoded.result)
             except NotAccepted as exc:
                 message = "cannot store it; retry later"
                 raise _Refusal(503, exc.reason, message, retry_after) from None
             return _success_response(answer_type, signal, outcome)
         except _Refusal as refusal:
             receiver.reject_request(TRANSPORT, signal, refusal.reason)
+            if read is None and request.headers.get("content-length") != "0":
+                # Refused before its body was read: the connection closes with the answer
+                # rather than stay open while the client sends what will only be discarded.
+                refusal.headers = {**refusal.headers, **CLOSE}
             return _error_response(answer_type, refusal)
         finally:
             receiver.metrics.request_duration.labels(TRANSPORT).observe(
                 time.perf_counter() - started
             )
+
+    async def _body(request: Request) -> list[bytes]:
+        try:
+            async with asyncio.timeout(config.body_timeout_seconds):
+                return await _read_body(request, config.max_request_bytes)
+        except TimeoutError:
+            # A slow sender, or a Content-Length that promised more than came.
+            message = f"body not received within {config.body_timeout_seconds:g} s"
+            raise _Refusal(400, "body_timeout", message) from None
+        except ClientDisconnect:
+            raise _Refusal(400, "client_disconnected", "client went away mid-body") from None
+        except TooLarge as exc:
+            raise _Refusal(413, exc.reason, str(exc)) from None
+
+    async def _decoded(
+        request: Request, signal: str, decode: Decoder, chunks: list[bytes]
+    ) -> Decoded:
+        try:
+            encoding = request.headers.get("content-encoding", "")
+            return await receiver.decode(decode, chunks, encoding, signal)
+        except TooLarge as exc:
+            raise _Refusal(413, exc.reason, str(exc)) from None
+        except UnsupportedEncoding:
+            raise _Refusal(
+                415,
+                "unsupported_encoding",
+                "content encoding must be gzip, deflate or identity",
+            ) from None
+        except Undecodable as exc:
+            raise _Refusal(400, "undecodable", str(exc)) from None
+        except (RecursionError, UnicodeDecodeError, ValueError, TypeError) as exc:
+            receiver.warnings.warning(
+                "decoder failed on request", "undecodable", error=type(exc).__name__
+            )
+            raise _Refusal(400, "undecodable", "body could not be decoded") from None
 
     @app.post("/v1/traces")
     async def export_traces(request: Request) -> Response:

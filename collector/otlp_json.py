@@ -4,10 +4,18 @@ Parsed with orjson and mapped by hand: `google.protobuf.json_format` is about ei
 and decodes the hex trace ids of OTLP/JSON as base64. OTLP/JSON rules applied here: ids are hex,
 keys are lowerCamelCase (snake_case also accepted, as protobuf's JSON mapping does), 64-bit
 integers may be strings, enums are integers, unknown fields are ignored.
+
+Bounds: orjson builds the whole document, up to about twenty times the body's size for tiny
+values, so a body that could hold more than `max_values` values (two bytes each at least) has
+them counted first: every `,`, `[` and `{` outside and inside strings, an upper bound. orjson
+refuses documents nested past 1024 levels; such a body is read again with every array or object
+opened deeper than TRUNCATED_DEPTH replaced by null, so a value nested that deep costs its span
+(it is past MAX_VALUE_DEPTH long before) and the rest of the request is kept.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +25,7 @@ from turnwatch.collector.otlp_common import (
     DecodeLimits,
     DecodeResult,
     ItemRejected,
+    TooLarge,
     Undecodable,
     ViewT,
     check_id,
@@ -84,7 +93,7 @@ def _hex_id(value: Any, length: int, *, required: bool) -> str:
         value = ""
     if not isinstance(value, str):
         raise ItemRejected("invalid_id")
-    return check_id(value.lower(), length, required=required)
+    return check_id(value, length, required=required)
 
 
 def _any_value(value: Any, limits: DecodeLimits, depth: int) -> Any:
@@ -140,11 +149,64 @@ def _attributes(pairs: list[Any], limits: DecodeLimits, depth: int = 0) -> dict[
     return attributes
 
 
-def _load(body: bytes, top_key: str, top_snake: str) -> list[Any]:
+TRUNCATED_DEPTH = 256
+_NOT_COUNTED = bytes(byte for byte in range(256) if byte not in b",[{")
+_STRUCTURE = re.compile(rb'["\[\]{}]')
+_STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+
+
+def _count_values(body: bytes, limits: DecodeLimits) -> None:
+    if len(body) // 2 + 1 <= limits.max_values:
+        return  # cannot hold more
+    values = len(body.translate(None, _NOT_COUNTED)) + 1
+    if values > limits.max_values:
+        raise TooLarge("too_many_values", f"more than {limits.max_values} values in one request")
+
+
+def _truncated(body: bytes, depth: int) -> bytes:
+    """`body` with every array or object opened deeper than `depth` replaced by null."""
+    pieces: list[bytes] = []
+    level = kept_until = 0
+    cut_at = -1
+    position = 0
+    while (found := _STRUCTURE.search(body, position)) is not None:
+        at = found.start()
+        char = body[at]
+        if char == 0x22:  # a string: skip it whole, brackets inside are text
+            rest = _STRING_REST.match(body, at + 1)
+            if rest is None:
+                break  # unterminated: orjson says so below
+            position = rest.end()
+            continue
+        position = at + 1
+        if char in b"[{":
+            level += 1
+            if level == depth + 1:
+                cut_at = at
+        else:
+            if level == depth + 1 and cut_at >= 0:
+                pieces += [body[kept_until:cut_at], b"null"]
+                kept_until, cut_at = position, -1
+            level -= 1
+    pieces.append(body[kept_until:])
+    return b"".join(pieces)
+
+
+def _parse(body: bytes) -> Any:
     try:
-        document = orjson.loads(body)
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        if "depth" not in str(exc):
+            raise Undecodable("body is not valid JSON") from exc
+    try:
+        return orjson.loads(_truncated(body, TRUNCATED_DEPTH))
     except orjson.JSONDecodeError as exc:
         raise Undecodable("body is not valid JSON") from exc
+
+
+def _load(body: bytes, limits: DecodeLimits, top_key: str, top_snake: str) -> list[Any]:
+    _count_values(body, limits)
+    document = _parse(body)
     if not isinstance(document, dict):
         raise Undecodable("body is not an OTLP/JSON object")
     resources = _field(document, top_key, top_snake, [])
@@ -217,7 +279,9 @@ def _decode(
     """Walk resource -> scope -> item blocks; a malformed block costs itself, not the request."""
     (resource_key, scope_key, item_key) = keys
     result: DecodeResult[ViewT] = DecodeResult()
-    for block in _load(body, *resource_key):
+    blocks = _load(body, limits, *resource_key)
+    _count_items(blocks, keys, limits.max_items, item_key[1])
+    for block in blocks:
         try:
             block = _object(block)
             resource = _resource(block, limits)
@@ -239,6 +303,26 @@ def _decode(
                 except ItemRejected as rejection:
                     result.reject(rejection.reason)
     return result
+
+
+def _count_items(
+    blocks: list[Any],
+    keys: tuple[tuple[str, str], tuple[str, str], tuple[str, str]],
+    max_items: int,
+    name: str,
+) -> None:
+    """TooLarge past `max_items` spans or log records, before any is mapped."""
+    items = 0
+    for block in blocks:
+        scopes = _field(block, *keys[1]) if isinstance(block, dict) else None
+        for scope_block in scopes if isinstance(scopes, list) else ():
+            found = _field(scope_block, *keys[2]) if isinstance(scope_block, dict) else None
+            items += len(found) if isinstance(found, list) else 0
+    if items > max_items:
+        label = "spans" if name == "spans" else "log_records"
+        raise TooLarge(
+            f"too_many_{label}", f"more than {max_items} {label.replace('_', ' ')} in one request"
+        )
 
 
 TRACE_KEYS = (

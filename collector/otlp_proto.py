@@ -1,78 +1,71 @@
 """OTLP protobuf requests (HTTP `application/x-protobuf` and gRPC) into span and log views.
 
-Logs are parsed with the stock OTLP classes. Traces, the bulk of the traffic, take a faster path
-(the second half of this file) that reads span attributes from their raw encoding; the stock
-path, `trace_request_to_views`, is the reference it is tested against
-(tests/test_otlp_fast_decode.py) and serves callers that already hold a parsed request.
+A request is split into its blocks and items on the wire first (otlp_wire.py: refused past
+`max_items` before anything is allocated), then parsed a piece at a time: its resources and
+scopes each on their own, runs of adjacent spans of up to RUN_BYTES in one upb call, a span past
+LARGE_ITEM_BYTES alone and only after its values were counted on the wire (two bytes can be an
+event). upb's memory is then one run's at a time, not the whole request's, what each span holds
+is taken from the request's `max_values` before the next is parsed, and upb's recursion limit
+applies within a piece: a value nested deeper than it rejects its span, not the request.
+
+Spans, the bulk of the traffic, are parsed into RawSpan, a runtime-built twin of Span whose
+attributes (and its events') are `bytes`: upb then hands each KeyValue back as one bytes object
+instead of KeyValue + AnyValue wrappers (creating those was over half the cost of decoding a
+span), and otlp_values.raw_attributes reads them. The stock path, `trace_request_to_views`, is
+the reference the fast one is tested against (tests/test_otlp_fast_decode.py): same items, same
+rejection reasons, same 400s, but for links, which no dialect reads and which are not checked.
+Log records, fewer, are parsed one at a time with the stock LogRecord.
 """
 
 from __future__ import annotations
 
-import base64
-from collections.abc import Callable
-from functools import partial
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
-from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1 import common_pb2
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.resource.v1 import resource_pb2
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1 import trace_pb2
 from turnwatch.collector.otlp_common import (
-    MAX_VALUE_DEPTH,
     DecodeLimits,
     DecodeResult,
     ItemRejected,
     Undecodable,
-    ViewT,
+)
+from turnwatch.collector.otlp_values import (
+    UNDECODABLE,
+    any_value,
+    attributes,
+    check_raw_attributes,
+    raw_attributes,
+)
+from turnwatch.collector.otlp_wire import (
+    LOG_RECORD,
+    LOG_RECORD_VALUES,
+    RESOURCE,
+    SCOPE,
+    SPAN_VALUES,
+    ResourceBlock,
+    count_values,
+    fields,
+    nested_too_deep,
+    split_request,
 )
 from turnwatch.collector.records import LogView, SpanEvent, SpanView
 
+LARGE_ITEM_BYTES = 64 * 1024
+"""An item longer than this has its values counted before it is parsed: upb can spend about
+thirty bytes of memory per byte of a tiny-event encoding, so an item this size costs at most a
+couple of MiB before its count is known."""
+RUN_BYTES = 256 * 1024
+"""Adjacent small spans are parsed together up to this many bytes (one upb call for many)."""
 
-def _any_value(value: AnyValue, limits: DecodeLimits, depth: int) -> Any:
-    kind = value.WhichOneof("value")
-    if kind == "string_value":
-        text = value.string_value
-        if len(text) > limits.max_attribute_bytes:
-            raise ItemRejected("attribute_too_large")
-        return text
-    if kind == "int_value":
-        return value.int_value
-    if kind == "bool_value":
-        return value.bool_value
-    if kind == "double_value":
-        return value.double_value
-    if depth >= MAX_VALUE_DEPTH and kind in ("array_value", "kvlist_value"):
-        raise ItemRejected("attribute_too_deep")
-    if kind == "array_value":
-        return [_any_value(item, limits, depth + 1) for item in value.array_value.values]
-    if kind == "kvlist_value":
-        return {kv.key: _any_value(kv.value, limits, depth + 1) for kv in value.kvlist_value.values}
-    if kind == "bytes_value":
-        if len(value.bytes_value) > limits.max_attribute_bytes:
-            raise ItemRejected("attribute_too_large")
-        return base64.b64encode(value.bytes_value).decode("ascii")
-    return None
-
-
-def _attributes(pairs: Any, limits: DecodeLimits) -> dict[str, Any]:
-    # String values are most attributes and all message content: a non-empty `string_value`
-    # can only be a set string, so reading it first skips WhichOneof (a third of this loop).
-    attributes: dict[str, Any] = {}
-    limit = limits.max_attribute_bytes
-    for kv in pairs:
-        value = kv.value
-        text = value.string_value
-        if text:
-            if len(text) > limit:
-                raise ItemRejected("attribute_too_large")
-            attributes[kv.key] = text
-        else:
-            attributes[kv.key] = _any_value(value, limits, 0)
-    return attributes
+ReadAttributes = Callable[[Any, DecodeLimits], dict[str, Any]]
 
 
 def _id(raw: bytes, length: int, *, required: bool) -> str:
@@ -88,46 +81,12 @@ def _id(raw: bytes, length: int, *, required: bool) -> str:
     return ""
 
 
-def _resource_attributes(pairs: Any, limits: DecodeLimits) -> dict[str, Any]:
-    try:
-        return _attributes(pairs, limits)
-    except ItemRejected:
-        return {}
-
-
-def _views(
-    resources: Any,
-    scopes_field: str,
-    items_field: str,
-    build: Callable[[Any, dict[str, Any], str, DecodeLimits], ViewT],
-    limits: DecodeLimits,
-    on_reject: Callable[[Any], None] | None = None,
-) -> DecodeResult[ViewT]:
-    """Walk resource -> scope -> items; a rejected item costs itself, not the request.
-
-    `on_reject` sees each rejected item first and may still refuse the whole request."""
-    result: DecodeResult[ViewT] = DecodeResult()
-    for block in resources:
-        resource = _resource_attributes(block.resource.attributes, limits)
-        for scope_block in getattr(block, scopes_field):
-            scope_name = scope_block.scope.name
-            # A slice of a upb repeated field iterates faster than the field itself.
-            for item in getattr(scope_block, items_field)[:]:
-                try:
-                    result.items.append(build(item, resource, scope_name, limits))
-                except ItemRejected as rejection:
-                    if on_reject is not None:
-                        on_reject(item)
-                    result.reject(rejection.reason)
-    return result
-
-
 def _span_view(
     span: Any,
     resource: dict[str, Any],
     scope_name: str,
     limits: DecodeLimits,
-    read_attributes: Callable[[Any, DecodeLimits], dict[str, Any]] = _attributes,
+    read_attributes: ReadAttributes = attributes,
 ) -> SpanView:
     events = span.events
     # Positional: this runs for every span, and keyword arguments cost a microsecond here.
@@ -154,63 +113,44 @@ def _span_view(
     )
 
 
+# --- The reference: a request parsed whole with the stock classes ------------------------------
+
+
+def _resource_attributes(pairs: Any, limits: DecodeLimits) -> dict[str, Any]:
+    try:
+        return attributes(pairs, limits)
+    except ItemRejected:
+        return {}
+
+
 def trace_request_to_views(
     request: ExportTraceServiceRequest, limits: DecodeLimits
 ) -> DecodeResult[SpanView]:
-    return _views(request.resource_spans, "scope_spans", "spans", _span_view, limits)
+    limits = limits.for_request()
+    result: DecodeResult[SpanView] = DecodeResult()
+    for block in request.resource_spans:
+        resource = _resource_attributes(block.resource.attributes, limits)
+        for scope_block in block.scope_spans:
+            scope_name = scope_block.scope.name
+            for span in scope_block.spans:
+                try:
+                    result.items.append(_span_view(span, resource, scope_name, limits))
+                except ItemRejected as rejection:
+                    result.reject(rejection.reason)
+    return result
 
 
-def _parse(request_class: Any, body: bytes, name: str) -> Any:
-    request = request_class()
-    try:
-        request.ParseFromString(body)
-    except (DecodeError, RecursionError, ValueError) as exc:
-        raise Undecodable(f"body is not an {name}") from exc
-    return request
+# --- The receivers' path ------------------------------------------------------------------------
 
 
-def decode_logs(body: bytes, limits: DecodeLimits) -> DecodeResult[LogView]:
-    request = _parse(ExportLogsServiceRequest, body, "ExportLogsServiceRequest")
-    return logs_request_to_views(request, limits)
+def _raw_span_classes() -> tuple[Any, Any]:
+    """Span's twin, and a list of them (a run of ScopeSpans.spans fields, parsed in one go).
 
-
-def _log_view(
-    record: Any, resource: dict[str, Any], scope_name: str, limits: DecodeLimits
-) -> LogView:
-    return LogView(
-        time_ns=record.time_unix_nano or record.observed_time_unix_nano,
-        trace_id=_id(record.trace_id, 16, required=False),
-        span_id=_id(record.span_id, 8, required=False),
-        event_name=record.event_name,
-        body=_any_value(record.body, limits, 0) if record.HasField("body") else None,
-        attributes=_attributes(record.attributes, limits),
-        resource=resource,
-        scope_name=scope_name,
-        dropped_attributes=record.dropped_attributes_count,
-    )
-
-
-def logs_request_to_views(
-    request: ExportLogsServiceRequest, limits: DecodeLimits
-) -> DecodeResult[LogView]:
-    return _views(request.resource_logs, "scope_logs", "log_records", _log_view, limits)
-
-
-# --- Fast trace path --------------------------------------------------------------------------
-# decode_traces parses into a runtime-built twin of ExportTraceServiceRequest whose
-# Span.attributes and Span.Event.attributes are `bytes`: upb then hands each KeyValue back as one
-# bytes object instead of KeyValue + AnyValue wrappers (creating those wrappers was over half the
-# cost of decoding a span), and the common encodings (string values, small ints) are read by
-# hand; short KeyValues that describe the call (CACHEABLE_KEYS) are cached whole. Anything else
-# goes through the stock KeyValue and `_any_value`. Results, rejection reasons and 400s are the
-# same as parsing with the stock classes (`trace_request_to_views`).
-
-
-def _raw_attributes_request_class() -> Any:
-    """ExportTraceServiceRequest's twin whose Span.attributes and Span.Event.attributes are
-    `bytes`: the same wire format, but upb hands each KeyValue back as one bytes object (no
-    KeyValue/AnyValue wrappers) and leaves its UTF-8 check to the caller's decode. Span.status
-    stays a message: a singular message sent twice is merged by protobuf, which bytes are not."""
+    In the twin, Span.attributes and Event.attributes are `bytes`: the same wire format, but upb
+    hands each KeyValue back as one bytes object (no KeyValue/AnyValue wrappers) and leaves its
+    UTF-8 check to the caller's decode. Span.status stays a message: a singular message sent
+    twice is merged by protobuf, which bytes are not. Span.links is left out: no dialect reads
+    links, and upb keeps them as unknown bytes without building (or checking) them."""
     field_type = descriptor_pb2.FieldDescriptorProto
     package = "turnwatch.rawattrs"
     pool = descriptor_pool.DescriptorPool()
@@ -235,213 +175,184 @@ def _raw_attributes_request_class() -> Any:
 
     for message in proto.message_type:
         patch(message, ("attributes",) if message.name == "Span" else ())
-    request = proto.message_type.add(name="ExportTraceServiceRequest")
-    request.field.add(
-        name="resource_spans",
-        number=1,
+        if message.name == "Span":
+            kept = [field for field in message.field if field.name != "links"]
+            del message.field[:]
+            message.field.extend(kept)
+    span_list = proto.message_type.add(name="SpanList")
+    span_list.field.add(
+        name="spans",
+        number=2,  # as in ScopeSpans
         type=field_type.TYPE_MESSAGE,
         label=field_type.LABEL_REPEATED,
-        type_name=f".{package}.ResourceSpans",
+        type_name=f".{package}.Span",
     )
     pool.Add(proto)
-    return message_factory.GetMessageClass(
-        pool.FindMessageTypeByName(f"{package}.ExportTraceServiceRequest")
+    span, spans = (
+        message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.{name}"))
+        for name in ("Span", "SpanList")
     )
+    return span, spans
 
 
-RawAttributesTraceRequest = _raw_attributes_request_class()
-
-# Whole short KeyValue encodings -> (key, value): the attributes that describe a model call
-# (operation, provider, model, token counts) repeat across spans.
-_KV_CACHE: dict[bytes, tuple[str, Any]] = {}
-_KV_CACHE_RAW_MAX = 128
-_KV_CACHE_ENTRIES = 4096
-_CACHEABLE = (str, int, float, bool)
-
-CACHEABLE_KEYS = frozenset(
-    {
-        "gen_ai.operation.name",
-        "gen_ai.provider.name",
-        "gen_ai.system",
-        "gen_ai.request.model",
-        "gen_ai.response.model",
-        "gen_ai.output.type",
-        "gen_ai.tool.name",
-        "gen_ai.tool.type",
-        "gen_ai.agent.name",
-        "gen_ai.usage.input_tokens",
-        "gen_ai.usage.output_tokens",
-        "gen_ai.usage.prompt_tokens",
-        "gen_ai.usage.completion_tokens",
-        "gen_ai.request.max_tokens",
-        "gen_ai.request.temperature",
-        "gen_ai.request.top_p",
-        "llm.provider",
-        "llm.system",
-        "llm.model_name",
-        "llm.token_count.prompt",
-        "llm.token_count.completion",
-        "llm.token_count.total",
-        "llm.request.type",
-        "openinference.span.kind",
-        "traceloop.span.kind",
-        "server.address",
-        "server.port",
-        "error.type",
-    }
-)
-"""Only these are cached: the cache outlives sessions, so it holds nothing that can carry
-conversation content or name a person (message text, user and conversation ids)."""
+RawSpan, RawSpanList = _raw_span_classes()
 
 
-def _remember(cache: dict[bytes, tuple[str, Any]], raw: bytes, pair: tuple[str, Any]) -> None:
-    if pair[0] in CACHEABLE_KEYS and type(pair[1]) in _CACHEABLE:
-        if len(cache) >= _KV_CACHE_ENTRIES:
-            cache.clear()
-        cache[raw] = pair
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n > 127:
-        out.append((n & 127) | 128)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-# r (bytes after the key) -> the exact bytes between key and text when the value is nothing but
-# AnyValue.string_value (canonical, minimal varints); b"\xff" (never matches a 0x12 tag) if none.
-_STRING_HEADERS: dict[int, bytes] = {}
-
-
-def _string_header(rest: int) -> bytes:
-    header = b"\xff"
-    for header_len in range(4, 23):
-        text_len = rest - header_len
-        if text_len < 0:
-            break
-        inner = b"\n" + _varint(text_len)
-        candidate = b"\x12" + _varint(len(inner) + text_len) + inner
-        if len(candidate) == header_len:
-            header = candidate
-            break
-    if len(_STRING_HEADERS) >= 8192:
-        _STRING_HEADERS.clear()
-    _STRING_HEADERS[rest] = header
-    return header
-
-
-def _kv_slow(raw: bytes, limits: DecodeLimits) -> tuple[str, Any]:
+def _parse(message_class: Any, data: Any, kind: int | None) -> Any:
+    """One message of the request; with the `kind` it has in otlp_wire, a value nested too deep
+    to parse is ItemRejected."""
     try:
-        kv = KeyValue.FromString(raw)
+        return message_class.FromString(data)
     except (DecodeError, RecursionError, ValueError) as exc:
-        raise Undecodable("body is not an ExportTraceServiceRequest") from exc
-    return kv.key, _any_value(kv.value, limits, 0)
+        if kind is not None and nested_too_deep(bytes(data), kind):
+            raise ItemRejected("attribute_too_deep") from None
+        raise Undecodable(UNDECODABLE) from exc
 
 
-def _kv_other(raw: bytes, size: int, limits: DecodeLimits) -> tuple[str, Any]:
-    """(key, value) of a KeyValue that is not a plain string: int_value in [0, 2**63) by hand,
-    anything else (or any other encoding) through the stock KeyValue."""
-    key_end = raw[1] + 2 if size > 5 and raw[0] == 10 else 255
-    rest = size - key_end
-    # KeyValue{key, value: AnyValue{int_value}}: 0x0A len key 0x12 len 0x18 varint(1-9 bytes)
-    if (
-        4 <= rest <= 12
-        and raw[key_end + 2] == 0x18
-        and raw[key_end] == 0x12
-        and raw[key_end + 1] == rest - 2
-    ):
-        # Every byte but the last carries the continuation bit; otherwise the stock path decides.
-        value = shift = 0
-        for byte in raw[key_end + 3 : -1]:
-            if byte < 128:
-                value = -1
-                break
-            value |= (byte & 127) << shift
-            shift += 7
-        else:
-            byte = raw[-1]
-            value = value | byte << shift if byte < 128 else -1
-        if value >= 0:
-            try:
-                return raw[2:key_end].decode(), value
-            except UnicodeDecodeError as exc:
-                raise Undecodable("body is not an ExportTraceServiceRequest") from exc
-    return _kv_slow(raw, limits)
+def _joined(view: Any, parts: list[tuple[int, int]]) -> Any:
+    """A singular field sent several times is the merge of its parts, as protobuf reads it."""
+    if len(parts) == 1:
+        return view[parts[0][0] : parts[0][1]]
+    return b"".join([view[start:end] for start, end in parts])
 
 
-def _raw_attributes(raws: Any, limits: DecodeLimits) -> dict[str, Any]:
-    """Same dict as otlp_proto._attributes, from undecoded KeyValue bytes."""
-    attributes: dict[str, Any] = {}
-    limit = limits.max_attribute_bytes
-    # Cached values are shorter than their raw bytes, so they pass any limit >= _KV_CACHE_RAW_MAX.
-    cache = _KV_CACHE if limit >= _KV_CACHE_RAW_MAX else {}
-    header_get = _STRING_HEADERS.get
-    for raw in raws[:]:  # slicing a upb container is faster than iterating it
-        size = len(raw)
-        if size < _KV_CACHE_RAW_MAX:
-            hit = cache.get(raw)
-            if hit is not None:
-                attributes[hit[0]] = hit[1]
-                continue
-            rest = size - raw[1] - 2 if size > 5 else 0
-            if rest < 4 or (rest <= 12 and raw[size - rest + 2] == 0x18):  # int_value, or tiny
-                hit = _kv_other(raw, size, limits)
-                attributes[hit[0]] = hit[1]
-                _remember(cache, raw, hit)
-                continue
-        # KeyValue{key (< 128 bytes), value: AnyValue{string_value}}:
-        # 0x0A len key 0x12 len 0x0A len text
-        key_end = raw[1] + 2
-        if raw[0] == 10 and key_end < 130:
-            header = header_get(size - key_end) or _string_header(size - key_end)
-            start = key_end + len(header)
-            if raw[key_end:start] == header:
-                try:
-                    text = raw[start:].decode()
-                    key = raw[2:key_end].decode()
-                except UnicodeDecodeError as exc:
-                    raise Undecodable("body is not an ExportTraceServiceRequest") from exc
-                if len(text) > limit:
-                    raise ItemRejected("attribute_too_large")
-                attributes[key] = text
-                if size < _KV_CACHE_RAW_MAX:
-                    _remember(cache, raw, (key, text))
-                continue
-        hit = _kv_other(raw, size, limits)
-        attributes[hit[0]] = hit[1]
-        if size < _KV_CACHE_RAW_MAX:
-            _remember(cache, raw, hit)
-    return attributes
+def _check_text(view: Any, parts: list[tuple[int, int]]) -> None:
+    for start, end in parts:
+        try:
+            bytes(view[start:end]).decode()
+        except UnicodeDecodeError as exc:
+            raise Undecodable(UNDECODABLE) from exc
+
+
+def _resource(view: Any, block: ResourceBlock, limits: DecodeLimits) -> dict[str, Any]:
+    _check_text(view, block.schema_urls)
+    if not block.resource:
+        return {}
+    try:
+        resource = _parse(Resource, _joined(view, block.resource), RESOURCE)
+    except ItemRejected:
+        return {}  # as for a resource attribute rejected for its size or depth
+    pairs = resource.attributes
+    limits.take(len(pairs))
+    return _resource_attributes(pairs, limits)
+
+
+def _scope_name(view: Any, parts: list[tuple[int, int]], limits: DecodeLimits) -> str:
+    if not parts:
+        return ""
+    data = _joined(view, parts)
+    try:
+        scope = _parse(InstrumentationScope, data, SCOPE)
+    except ItemRejected:
+        # Attributes too deep to parse; only the name is used, and it is the last one sent.
+        data = bytes(data)
+        names = fields(data, 0, len(data), frozenset({1}))
+        _check_text(data, [(start, end) for _, start, end in names])
+        return bytes(data[names[-1][1] : names[-1][2]]).decode() if names else ""
+    limits.take(len(scope.attributes))
+    return scope.name
+
+
+def _span_values(span: SpanView) -> int:
+    count = 1 + len(span.attributes) + len(span.events)
+    for event in span.events:
+        count += len(event.attributes)
+    return count
+
+
+def _raw_spans(
+    body: bytes, view: Any, items: list[tuple[int, int, int]], limits: DecodeLimits
+) -> Iterator[tuple[Any, bool]]:
+    """The parsed spans of one scope block, a run of adjacent small ones per upb call."""
+    first = 0
+    while first < len(items):
+        field_start, start, end = items[first]
+        if end - start > LARGE_ITEM_BYTES:
+            limits.take(count_values(body, start, end, SPAN_VALUES, limits.values_left))
+            yield _parse(RawSpan, view[start:end], None), False
+            first += 1
+            continue
+        last = first + 1
+        while (
+            last < len(items)
+            and items[last][0] == end
+            and items[last][2] - field_start <= RUN_BYTES
+            and items[last][2] - items[last][1] <= LARGE_ITEM_BYTES
+        ):
+            end = items[last][2]
+            last += 1
+        for span in _parse(RawSpanList, view[field_start:end], None).spans[:]:
+            yield span, True
+        first = last
+
+
+def _scope_blocks(
+    body: bytes, view: Any, limits: DecodeLimits, item_name: str
+) -> Iterator[tuple[dict[str, Any], str, list[tuple[int, int, int]]]]:
+    """(resource attributes, scope name, items) of each scope block of the request."""
+    for block in split_request(body, limits.max_items, item_name):
+        resource = _resource(view, block, limits)
+        for scope_block in block.scopes:
+            _check_text(view, scope_block.schema_urls)
+            yield resource, _scope_name(view, scope_block.scope, limits), scope_block.items
 
 
 def decode_traces(body: bytes, limits: DecodeLimits) -> DecodeResult[SpanView]:
-    request = _parse(RawAttributesTraceRequest, body, "ExportTraceServiceRequest")
-    # What the stock parser would have refused in a rejected span is still a 400 (_check_wire).
-    return _views(
-        request.resource_spans,
-        "scope_spans",
-        "spans",
-        partial(_span_view, read_attributes=_raw_attributes),
-        limits,
-        on_reject=_check_wire,
+    limits = limits.for_request()
+    view = memoryview(body)
+    result: DecodeResult[SpanView] = DecodeResult()
+    for resource, scope, items in _scope_blocks(body, view, limits, "spans"):
+        for span, uncounted in _raw_spans(body, view, items, limits):
+            try:
+                converted = _span_view(span, resource, scope, limits, raw_attributes)
+            except ItemRejected as rejection:
+                # Reading stopped at the rejection: what it left unread must still decode.
+                check_raw_attributes(span.attributes)
+                for event in span.events:
+                    check_raw_attributes(event.attributes)
+                result.reject(rejection.reason)
+                continue
+            if uncounted:
+                limits.take(_span_values(converted))
+            result.items.append(converted)
+    return result
+
+
+def _log_view(
+    record: Any, resource: dict[str, Any], scope_name: str, limits: DecodeLimits
+) -> LogView:
+    return LogView(
+        time_ns=record.time_unix_nano or record.observed_time_unix_nano,
+        trace_id=_id(record.trace_id, 16, required=False),
+        span_id=_id(record.span_id, 8, required=False),
+        event_name=record.event_name,
+        body=any_value(record.body, limits, 0) if record.HasField("body") else None,
+        attributes=attributes(record.attributes, limits),
+        resource=resource,
+        scope_name=scope_name,
+        dropped_attributes=record.dropped_attributes_count,
     )
 
 
-def _field(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+def _record_values(record: Any) -> int:
+    return 1 + len(record.attributes) + (1 if record.HasField("body") else 0)
 
 
-def _check_wire(span: Any) -> None:
-    """Raise Undecodable if the stock parser would have refused this rejected span's raw parts.
-
-    Re-wraps them at their real depth in a stock ExportTraceServiceRequest, so UTF-8 checks and
-    upb's nesting limit apply exactly as before. Runs only for rejected spans."""
-    parts = [_field(9, raw) for raw in span.attributes]
-    for event in span.events:
-        parts.append(_field(11, b"".join([_field(3, raw) for raw in event.attributes])))
-    try:
-        ExportTraceServiceRequest.FromString(_field(1, _field(2, _field(2, b"".join(parts)))))
-    except (DecodeError, RecursionError, ValueError) as exc:
-        raise Undecodable("body is not an ExportTraceServiceRequest") from exc
+def decode_logs(body: bytes, limits: DecodeLimits) -> DecodeResult[LogView]:
+    limits = limits.for_request()
+    view = memoryview(body)
+    result: DecodeResult[LogView] = DecodeResult()
+    for resource, scope, items in _scope_blocks(body, view, limits, "log_records"):
+        for _, start, end in items:
+            try:
+                large = end - start > LARGE_ITEM_BYTES
+                if large:
+                    left = limits.values_left
+                    limits.take(count_values(body, start, end, LOG_RECORD_VALUES, left))
+                record = _parse(LogRecord, view[start:end], LOG_RECORD)
+                if not large:
+                    limits.take(_record_values(record))
+                result.items.append(_log_view(record, resource, scope, limits))
+            except ItemRejected as rejection:
+                result.reject(rejection.reason)
+    return result

@@ -7,7 +7,6 @@ never cross a boundary. `turnwatch.schema.Session` is the boundary record.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -101,6 +100,42 @@ class ToolExecution:
     error: str | None
 
 
+class DeferredContent:
+    """A model call's message content as it arrived, parsed only when its session is assembled.
+
+    Decoders read only what buffering and sampling need when a span arrives; messages are parsed
+    when a sampled session is assembled, so unsampled sessions never pay for it. Stateless chat
+    APIs resend the whole history on every call: a dialect whose input can be resent history
+    names its `channel`, and the sessionizer offers each call the previous call's input of the
+    same channel (`drop_known`), so a call that extends it keeps only the new part.
+    """
+
+    channel: str = ""
+    """Inputs on the same channel may extend one another; "" when they are never compared."""
+
+    held_bytes: int = 0
+    """Memory this content holds (measured object sizes), kept current by `drop_known`."""
+
+    history_bytes: int = 0
+    """Memory the whole input occupied as it arrived (the value `history` returns)."""
+
+    def fill(self, call: Observation) -> bool:
+        """Parse into `call`; True when `call.inputs` holds only what follows the input of the
+        call this one extends (`Observation.resends`), False when it holds the whole input."""
+        raise NotImplementedError
+
+    def history(self) -> object:
+        """This call's whole input, in the form `drop_known` compares (None: nothing to compare)."""
+        return None
+
+    def drop_known(self, previous: DeferredContent | None, history: object) -> bool:
+        """Called once, when the call is buffered: if this call's input starts with the whole of
+        `history` (the input of `previous`, the channel's last call), keep only the rest and
+        return True; otherwise keep it whole and return False. Either way `held_bytes` is then
+        complete (a content may leave measuring its input until it knows what it keeps)."""
+        return False
+
+
 @dataclass(slots=True)
 class Observation:
     """What one span or log record tells about a conversation.
@@ -128,17 +163,40 @@ class Observation:
     output_tokens: int | None = None
     incomplete_reasons: list[str] = field(default_factory=list)
     size_bytes: int = 0
-    deferred_content: Callable[[Observation], None] | None = None
+    """Memory the observation holds (measured object sizes, content included)."""
+    content: DeferredContent | None = None
+    resends: Observation | None = None
+    """The earlier call whose whole input this call's input starts with (set by the
+    sessionizer when `content.drop_known` kept only the new part)."""
 
-    def materialize(self) -> None:
-        """Parse the message content a decoder deferred.
-
-        Decoders read only what buffering and sampling need when a span arrives; messages are
-        parsed when a sampled session is assembled, so unsampled sessions never pay for it.
-        """
-        if self.deferred_content is not None:
-            fill, self.deferred_content = self.deferred_content, None
-            fill(self)
+    def parsed(self) -> Observation:
+        """A working copy with the deferred content parsed; this observation is left as it is,
+        so every revision of a session is assembled from the same buffered observations."""
+        copy = Observation(
+            self.kind,
+            self.dialect,
+            self.trace_id,
+            self.span_id,
+            self.start_ns,
+            self.end_ns,
+            list(self.inputs),
+            list(self.outputs),
+            list(self.system_instructions),
+            self.tool,
+            self.event_sequence,
+            self.agent_level,
+            self.provider,
+            self.model,
+            self.input_tokens,
+            self.output_tokens,
+            list(self.incomplete_reasons),
+            self.size_bytes,
+            None,
+            None,
+        )
+        if self.content is not None and self.content.fill(copy):
+            copy.resends = self.resends
+        return copy
 
 
 @dataclass(slots=True)

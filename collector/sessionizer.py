@@ -6,10 +6,16 @@ until its trace is mapped it waits in a conversation keyed by the trace id, whic
 the real one as soon as any span of that trace names it.
 
 A session closes after an idle period, at an explicit end marker, or when it passes its turn or
-byte cap. A span that arrives after close re-opens the conversation as the next revision of the
-same session id (with the earlier content, while it is remembered). Everything is bounded: open
+byte cap. A span that arrives after close re-opens the conversation as a later revision of the
+same session id (with the earlier content, while it is kept). Everything is bounded: open
 sessions and buffered bytes evict the least recently active session, and every eviction is
 reported to the caller as a closed session with reason `evicted`, never dropped silently.
+
+Every piece of bookkeeping is O(1) amortised per span and per close: open sessions, closed
+sessions whose content is kept for the reopen window, closed conversation keys and trace
+mappings are each an ordered map from the oldest entry, and each bound or expiry pops from the
+front. Sizes are what the buffered objects really occupy (measured object sizes, see
+`tests/test_session_memory.py`), so `max_buffered_bytes` bounds memory, not just text.
 """
 
 from __future__ import annotations
@@ -19,14 +25,29 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from turnwatch.collector.config import SessionConfig
 from turnwatch.collector.records import Context, Observation, ObservationKind
+from turnwatch.collector.wal.sources import Sources, merged_sources, note_source
 
 from turnwatch.lru import LRU
+from turnwatch.revisions import RevisionClock
 from turnwatch.schema import CloseReason
 
 TRACE_KEY_SOURCE = "trace_id"
+CAPPED = frozenset({CloseReason.TURN_CAP, CloseReason.BYTE_CAP, CloseReason.EVICTED})
+
+# Memory of the sessionizer's own records, measured with tracemalloc: an open session with its
+# maps and list, one more trace id in a session, one resent-history tail, one more write-ahead
+# log frame in a session's sources, and an entry of the closed-key and trace-id maps (their
+# strings included).
+SESSION_OVERHEAD = 1_100
+TRACE_OVERHEAD = 110
+TAIL_OVERHEAD = 100
+SOURCE_OVERHEAD = 150
+CLOSED_KEY_BYTES = 180
+TRACE_KEY_BYTES = 260
 
 
 def session_id_for(conversation_key: str) -> str:
@@ -34,12 +55,24 @@ def session_id_for(conversation_key: str) -> str:
 
 
 @dataclass(slots=True)
+class HistoryTail:
+    """The last model call of a channel and its whole input, for the next call to extend."""
+
+    observation: Observation
+    history: Any  # a str, list or dict: `object` breaks mypyc's dataclass annotations
+    extra_bytes: int
+    """What the whole input holds beyond the observation (which may keep only its new part)."""
+
+
+@dataclass(slots=True)
 class OpenSession:
     key: str
     key_source: str
-    revision: int
     opened_at: float
     last_activity: float
+    revision: int = 0
+    """Given at close (RevisionClock); a closed session is never changed again."""
+    closed_at: float = 0.0
     service: str | None = None
     service_from_model_call: bool = False
     user_id: str | None = None
@@ -49,16 +82,17 @@ class OpenSession:
     scopes: dict[str, None] = field(default_factory=dict)
     observations: list[Observation] = field(default_factory=list)
     trace_ids: dict[str, None] = field(default_factory=dict)
+    tails: dict[str, HistoryTail] = field(default_factory=dict)
     first_ns: int = 0
     last_ns: int = 0
-    size: int = 0
+    size: int = SESSION_OVERHEAD
     model_calls: int = 0
     error_spans: int = 0
     tool_errors: int = 0
     dropped_spans: int = 0
     forced_attribute: str | None = None
     head_emitted: bool = False
-    sources: dict[int, list[int]] = field(default_factory=dict)
+    sources: Sources = field(default_factory=dict)
     """With the write-ahead log on: log frame -> [first, last] index of the items taken from it
     (frames in ascending order). The pipeline takes them when the session closes."""
 
@@ -71,6 +105,40 @@ class OpenSession:
         # Content is parsed only at assembly; a model call adds about a user and a bot turn.
         return 2 * self.model_calls
 
+    def continued(self, now: float) -> OpenSession:
+        """The next revision: the same content in new containers, so the closed revision (which
+        may still wait for assembly) stays as it was closed."""
+        return OpenSession(
+            self.key,
+            self.key_source,
+            now,
+            now,
+            0,
+            0.0,
+            self.service,
+            self.service_from_model_call,
+            self.user_id,
+            self.service_version,
+            self.agent_name,
+            self.agent_version,
+            dict(self.scopes),
+            list(self.observations),
+            dict(self.trace_ids),
+            {
+                channel: HistoryTail(tail.observation, tail.history, tail.extra_bytes)
+                for channel, tail in self.tails.items()
+            },
+            self.first_ns,
+            self.last_ns,
+            self.size,
+            self.model_calls,
+            self.error_spans,
+            self.tool_errors,
+            self.dropped_spans,
+            self.forced_attribute,
+            self.head_emitted,
+        )
+
 
 @dataclass(slots=True)
 class ClosedSession:
@@ -78,28 +146,31 @@ class ClosedSession:
     reason: CloseReason
 
 
-@dataclass(slots=True)
-class _Remembered:
-    revision: int
-    closed_at: float
-    state: OpenSession | None
-
-
 class Sessionizer:
-    def __init__(self, config: SessionConfig, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        config: SessionConfig,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
         self.config = config
         self.clock = clock
+        self.revisions = RevisionClock(wall_clock)
         # Open sessions are ordered by activity but not an LRU: they are bounded by count and by
         # bytes together, and evicting one closes it (the caller gets it), rather than forgets it.
         self._open: OrderedDict[str, OpenSession] = OrderedDict()
-        self._recent: LRU[str, _Remembered] = LRU(config.max_remembered_sessions, self._forgot)
-        self._recent_bytes = 0
+        # Closed sessions whose content is kept for the reopen window, oldest close first; bounded
+        # by bytes (`max_reopen_bytes`) and by age, so an ordered map rather than the LRU.
+        self._kept: OrderedDict[str, OpenSession] = OrderedDict()
+        # Conversation keys closed lately, so a late span past the window is flagged truncated.
+        self._closed_keys: LRU[str, bool] = LRU(config.max_remembered_sessions)
         # Touched by every span, so a local OrderedDict rather than the shared LRU: from this
         # compiled module, going through the LRU's Python methods measured about 12% more CPU per
         # span in `add` (compiled A/B, 30 alternating runs). Same bound and order as the LRU.
         self._trace_keys: OrderedDict[str, str] = OrderedDict()
         self._max_trace_keys = 4 * config.max_open_sessions
-        self.buffered_bytes = 0
+        self.open_bytes = 0
+        self.kept_bytes = 0
         self.opened = 0
         self.source = 0
         """The write-ahead log frame the items being added come from (0: none)."""
@@ -109,6 +180,24 @@ class Sessionizer:
     @property
     def open_count(self) -> int:
         return len(self._open)
+
+    @property
+    def kept_count(self) -> int:
+        return len(self._kept)
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Memory held by session content, open and kept: what `max_buffered_bytes` bounds."""
+        return self.open_bytes + self.kept_bytes
+
+    @property
+    def held_bytes(self) -> int:
+        """Everything the sessionizer holds: content and its key maps (bounded by entry counts)."""
+        return (
+            self.buffered_bytes
+            + len(self._closed_keys) * CLOSED_KEY_BYTES
+            + len(self._trace_keys) * TRACE_KEY_BYTES
+        )
 
     def add(
         self, trace_id: str, context: Context, observation: Observation | None, time_ns: int
@@ -120,11 +209,12 @@ class Sessionizer:
         if session is None:
             session = self._reopen(key, source, now)
             self._open[key] = session
+            self.open_bytes += session.size
             self.opened += 1
         else:
             self._open.move_to_end(key)
         session.last_activity = now
-        self._absorb(session, trace_id, context, observation, time_ns)
+        self.open_bytes += self._absorb(session, trace_id, context, observation, time_ns)
         closed: tuple[ClosedSession, ...] = ()
         if context.is_end_marker:
             closed = (self._close(key, CloseReason.END_MARKER),)
@@ -186,21 +276,28 @@ class Sessionizer:
         pending = self._open.pop(trace_id, None)
         if pending is None:
             return
-        self.buffered_bytes -= pending.size
+        self.open_bytes -= pending.size
         target = self._open.get(key)
         if target is None:
-            # Reopen through the remembered state, so a conversation that already closed gets
-            # its next revision with the earlier content (or flagged truncated), not revision 1.
+            # Reopen through the kept content, so a conversation that already closed gets its
+            # next revision with the earlier content (or flagged truncated).
             target = self._reopen(key, source, self.clock())
             target.opened_at = min(target.opened_at, pending.opened_at)
             self._open[key] = target
+            self.open_bytes += target.size
+        added = pending.size - SESSION_OVERHEAD
         target.observations.extend(pending.observations)
         target.trace_ids.update(pending.trace_ids)
         target.scopes.update(pending.scopes)
-        target.size += pending.size
-        self.buffered_bytes += pending.size
+        for channel, tail in pending.tails.items():
+            if channel in target.tails:
+                added -= tail.extra_bytes
+            else:
+                target.tails[channel] = tail
+        target.size += added
+        self.open_bytes += added
         if pending.sources:
-            target.sources = _merged_sources(target.sources, pending.sources)
+            target.sources = merged_sources(target.sources, pending.sources)
         target.model_calls += pending.model_calls
         target.error_spans += pending.error_spans
         target.tool_errors += pending.tool_errors
@@ -220,27 +317,17 @@ class Sessionizer:
         target.last_ns = max(target.last_ns, pending.last_ns)
 
     def _reopen(self, key: str, source: str, now: float) -> OpenSession:
-        remembered = self._recent.pop(key)
-        if remembered is None:
-            return OpenSession(
-                key=key, key_source=source, revision=1, opened_at=now, last_activity=now
-            )
-        previous = remembered.state
-        within_window = now - remembered.closed_at <= self.config.reopen_window_seconds
-        if previous is not None:
-            self._recent_bytes -= previous.size
-        if previous is not None and within_window:
-            previous.revision = remembered.revision + 1
-            previous.opened_at = now
-            self.buffered_bytes += previous.size
-            return previous
+        kept = self._kept.pop(key, None)
+        if kept is not None:
+            self.kept_bytes -= kept.size
+            if now - kept.closed_at <= self.config.reopen_window_seconds:
+                return kept.continued(now)
         return OpenSession(
-            key=key,
-            key_source=source,
-            revision=remembered.revision + 1,
-            opened_at=now,
-            last_activity=now,
-            head_emitted=True,
+            key,
+            source,
+            now,
+            now,
+            head_emitted=kept is not None or key in self._closed_keys,
         )
 
     def _absorb(
@@ -250,14 +337,14 @@ class Sessionizer:
         context: Context,
         observation: Observation | None,
         time_ns: int,
-    ) -> None:
-        session.trace_ids[trace_id] = None
-        if self.source:
-            held = session.sources.get(self.source)
-            if held is None:
-                session.sources[self.source] = [self.source_index, self.source_index]
-            else:
-                held[1] = self.source_index
+    ) -> int:
+        """Add one span's facts to the session; return the bytes this added."""
+        added = 0
+        if trace_id not in session.trace_ids:
+            session.trace_ids[trace_id] = None
+            added += TRACE_OVERHEAD
+        if self.source and note_source(session.sources, self.source, self.source_index):
+            added += SOURCE_OVERHEAD
         if context.scope_name:
             session.scopes[context.scope_name] = None
         is_model_call = (
@@ -276,75 +363,84 @@ class Sessionizer:
         if time_ns > 0:
             session.first_ns = min(session.first_ns, time_ns) if session.first_ns else time_ns
             session.last_ns = max(session.last_ns, time_ns)
-        if observation is None:
-            return
-        session.observations.append(observation)
-        added = observation.size_bytes + 128
+        if observation is not None:
+            if observation.content is not None and observation.content.channel:
+                added += self._drop_resent_history(session, observation)
+            session.observations.append(observation)
+            added += observation.size_bytes
+            if observation.kind is ObservationKind.LLM_CALL:
+                session.model_calls += 1
+            elif observation.kind is ObservationKind.MESSAGE_EVENT:
+                session.model_calls += len(observation.outputs)
+            elif observation.tool is not None and observation.tool.error is not None:
+                session.tool_errors += 1
         session.size += added
-        self.buffered_bytes += added
-        if observation.kind is ObservationKind.LLM_CALL:
-            session.model_calls += 1
-        elif observation.kind is ObservationKind.MESSAGE_EVENT:
-            session.model_calls += len(observation.outputs)
-        elif observation.tool is not None and observation.tool.error is not None:
-            session.tool_errors += 1
+        return added
+
+    @staticmethod
+    def _drop_resent_history(session: OpenSession, observation: Observation) -> int:
+        """Keep only what a model call adds to the input of the channel's previous call (the
+        whole history that stateless chat APIs resend); return the bytes the tail changed by."""
+        content = observation.content
+        if content is None:
+            return 0
+        history = content.history()
+        if history is None:
+            return 0
+        tail = session.tails.get(content.channel)
+        held_before = content.held_bytes
+        previous = tail.observation.content if tail is not None else None
+        if content.drop_known(previous, tail.history if tail is not None else None):
+            observation.resends = tail.observation if tail is not None else None
+        observation.size_bytes += content.held_bytes - held_before
+        # A trimmed observation no longer holds its whole input: the tail does, until the next.
+        extra = content.history_bytes if observation.resends is not None else 0
+        if tail is None:
+            session.tails[content.channel] = HistoryTail(observation, history, extra)
+            return TAIL_OVERHEAD + extra
+        change = extra - tail.extra_bytes
+        tail.observation, tail.history, tail.extra_bytes = observation, history, extra
+        return change
 
     def _close(self, key: str, reason: CloseReason) -> ClosedSession:
         session = self._open.pop(key)
-        self.buffered_bytes -= session.size
-        capped = reason in (CloseReason.TURN_CAP, CloseReason.BYTE_CAP, CloseReason.EVICTED)
-        keep_content = not capped and self.config.reopen_window_seconds > 0
-        if keep_content:
-            self._recent_bytes += session.size
-        self._recent.put(
-            key,
-            _Remembered(
-                revision=session.revision,
-                closed_at=self.clock(),
-                state=session if keep_content else None,
-            ),
-        )
-        self._bound_recent_content()
+        self.open_bytes -= session.size
+        session.revision = self.revisions.next()
+        session.closed_at = self.clock()
+        self._closed_keys.put(key, True)
+        if reason not in CAPPED and self.config.reopen_window_seconds > 0:
+            earlier = self._kept.pop(key, None)
+            if earlier is not None:
+                self.kept_bytes -= earlier.size
+            self._kept[key] = session
+            self.kept_bytes += session.size
+            self._bound_kept()
         return ClosedSession(state=session, reason=reason)
 
-    def _bound_recent_content(self) -> None:
-        content_budget = self.config.max_buffered_bytes // 2
-        for remembered in self._recent.values():
-            if self._recent_bytes <= content_budget:
-                break
-            if remembered.state is not None:
-                self._recent_bytes -= remembered.state.size
-                remembered.state = None
-
-    def _forgot(self, key: str, remembered: _Remembered) -> None:
-        if remembered.state is not None:
-            self._recent_bytes -= remembered.state.size
+    def _bound_kept(self) -> None:
+        """Kept content yields first: to its own budget, then to open sessions."""
+        while self._kept and (
+            self.kept_bytes > self.config.max_reopen_bytes
+            or self.open_bytes + self.kept_bytes > self.config.max_buffered_bytes
+        ):
+            _, dropped = self._kept.popitem(last=False)
+            self.kept_bytes -= dropped.size
 
     def _forget_expired(self) -> None:
         deadline = self.clock() - self.config.reopen_window_seconds
-        for remembered in self._recent.values():
-            if remembered.closed_at > deadline:
+        while self._kept:
+            session = next(iter(self._kept.values()))
+            if session.closed_at > deadline:
                 break
-            if remembered.state is not None:
-                self._recent_bytes -= remembered.state.size
-                remembered.state = None
+            self._kept.popitem(last=False)
+            self.kept_bytes -= session.size
 
     def _enforce_bounds(self) -> list[ClosedSession]:
+        self._bound_kept()
         evicted = []
         while self._open and (
             len(self._open) > self.config.max_open_sessions
-            or self.buffered_bytes > self.config.max_buffered_bytes
+            or self.open_bytes > self.config.max_buffered_bytes
         ):
             evicted.append(self._close(next(iter(self._open)), CloseReason.EVICTED))
         return evicted
-
-
-def _merged_sources(
-    first: dict[int, list[int]], second: dict[int, list[int]]
-) -> dict[int, list[int]]:
-    """Both sessions' frames in ascending order; a frame both took items from spans both ranges."""
-    merged = {seq: list(held) for seq, held in first.items()}
-    for seq, (start, end) in second.items():
-        held = merged.get(seq)
-        merged[seq] = [start, end] if held is None else [min(held[0], start), max(held[1], end)]
-    return dict(sorted(merged.items()))

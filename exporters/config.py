@@ -11,10 +11,17 @@ from turnwatch.section import Section
 class ExporterConfig(Section):
     services: list[str] = Field(
         default_factory=list,
-        description="Allow-list of `service` label values; empty = the first max_services seen.",
+        description="Allow-list of `service` label values; empty = up to max_services names, "
+        "each once it has service_min_sessions scored sessions.",
     )
     max_services: int = Field(
         default=20, ge=1, le=1_000, description="Distinct services before `other`."
+    )
+    service_min_sessions: int = Field(
+        default=5,
+        ge=1,
+        description="Without an allow-list, scored sessions a service name needs before it takes "
+        "a `service` label slot (until then it counts as `other`); 1 = first come.",
     )
     metrics: list[str] = Field(
         default_factory=list, description="Allow-list of `metric` (score name) label values."

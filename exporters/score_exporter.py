@@ -32,7 +32,13 @@ class ScoreExporter:
         self.config = config = config or ExporterConfig()
         self.metrics = ScoreMetrics(registry)
         overflow = self._count_overflow
-        self.service = LabelLimiter("service", config.max_services, config.services, overflow)
+        self.service = LabelLimiter(
+            "service",
+            config.max_services,
+            config.services,
+            overflow,
+            admit_after=config.service_min_sessions,
+        )
         self.metric = LabelLimiter("metric", config.max_metrics, config.metrics, overflow)
         self.check = LabelLimiter("check", config.max_checks, config.checks, overflow)
         self.reason = LabelLimiter("reason", config.max_reasons, (), overflow)

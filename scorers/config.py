@@ -12,6 +12,13 @@ from turnwatch.entities import CUSTOMER_RECORDS, PERSONAL_IDENTIFIERS, EntityNam
 from turnwatch.section import Section
 
 DEFAULT_DISCLOSURE_ENTITIES = [*PERSONAL_IDENTIFIERS, *CUSTOMER_RECORDS]
+# Names are left out: first names repeat across people and NER tags brands and common words as
+# PERSON, so a name is never certain to be one user's. Another customer's name read out from
+# their record is still a disclosure (record ownership needs no index).
+DEFAULT_OWNER_INDEX_ENTITIES = [
+    *(entity for entity in PERSONAL_IDENTIFIERS if entity != "PERSON"),
+    "STREET_ADDRESS",
+]
 
 
 class FlaggingConfig(Section):
@@ -58,17 +65,45 @@ class ScorerConfig(Section):
     owner_index_size: int = Field(
         default=100_000, gt=0, description="Tokens remembered with their owning user (LRU)."
     )
+    owner_index_entities: list[EntityName] = Field(
+        default_factory=lambda: list(DEFAULT_OWNER_INDEX_ENTITIES),
+        description="Token types the cross-session owner index learns: those that identify a "
+        "person (order and account numbers identify records, not people).",
+    )
+    owner_min_sessions: int = Field(
+        default=2,
+        ge=1,
+        description="Sessions in which one user must supply a value, with nobody else ever "
+        "supplying it, before it is theirs without a record to show it.",
+    )
+    owner_common_users: int = Field(
+        default=3,
+        ge=2,
+        description="A value seen in this many users' sessions is common (a brand, a word "
+        "mistaken for a name): never anybody's.",
+    )
     disclosure_entities: list[EntityName] = Field(
         default_factory=lambda: list(DEFAULT_DISCLOSURE_ENTITIES),
         description="Token types that identify one person; only these count as disclosures.",
     )
     long_horizon_turns: int = Field(default=40, gt=0, description="Sessions this long are sliced.")
-    near_duplicate_similarity: float = Field(default=0.85, gt=0, le=1)
+    near_duplicate_similarity: float = Field(
+        default=0.8,
+        gt=0,
+        le=1,
+        description="Share of the shorter answer's word bigrams found in the other at which two "
+        "answers are duplicates.",
+    )
     near_duplicate_window: int = Field(
-        default=3, gt=0, description="Earlier assistant turns each turn is compared with."
+        default=4, gt=0, description="Earlier assistant turns each turn is compared with."
     )
     tool_loop_length: int = Field(
         default=3, ge=2, description="Identical consecutive tool calls that make a loop."
+    )
+    max_retries: int = Field(
+        default=2,
+        ge=0,
+        description="Identical retries of a failed call allowed when the contract sets none.",
     )
     max_clarifications: int = Field(
         default=3, ge=0, description="Clarifying questions allowed when the contract sets none."

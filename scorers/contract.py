@@ -8,16 +8,17 @@ a check never meets a malformed contract at scoring time.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Literal
 
 import jsonschema
 from pydantic import Field, PrivateAttr, field_validator, model_validator
+from turnwatch.scorers.conditions import Condition, Regex
+from turnwatch.scorers.contract_sections import IDENTIFIER, Ownership, Persona, Slot, Success
+from turnwatch.scorers.sentences import phrase_pattern
 
 from turnwatch.entities import EntityName
 from turnwatch.schema import JsonValue
 from turnwatch.section import Section
-
-IDENTIFIER = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$"
 
 CheckName = Literal[
     "tool_selection",
@@ -38,90 +39,19 @@ CheckName = Literal[
     "outcome",
     "final_state",
     "contradictions",
+    "role_adherence",
 ]
-
-_MISSING = object()
-
-
-class Condition(Section):
-    """A test on one value inside tool arguments or a tool result, addressed by a dotted path."""
-
-    path: str = Field(min_length=1, description="Dotted path; list items by number (`items.0`).")
-    op: Literal["eq", "ne", "gt", "ge", "lt", "le", "in", "not_in", "exists", "matches"] = "eq"
-    value: JsonValue = None
-
-    @model_validator(mode="after")
-    def _value_fits_op(self) -> Condition:
-        if self.op in ("gt", "ge", "lt", "le") and not _is_number(self.value):
-            raise ValueError(f"op {self.op} needs a number value")
-        if self.op in ("in", "not_in") and not isinstance(self.value, list):
-            raise ValueError(f"op {self.op} needs a list value")
-        if self.op == "matches":
-            if not isinstance(self.value, str):
-                raise ValueError("op matches needs a regular expression string")
-            try:
-                re.compile(self.value)
-            except re.error as exc:
-                raise ValueError(f"invalid regular expression: {exc}") from exc
-        return self
-
-    def holds(self, document: JsonValue) -> bool:
-        found = _lookup(document, self.path)
-        if self.op == "exists":
-            return found is not _MISSING
-        if found is _MISSING:
-            return False
-        match self.op:
-            case "eq":
-                return found == self.value
-            case "ne":
-                return found != self.value
-            case "in":
-                return found in self.value
-            case "not_in":
-                return found not in self.value
-            case "matches":
-                return isinstance(found, str) and re.search(self.value, found) is not None
-        if not _is_number(found):
-            return False
-        match self.op:
-            case "gt":
-                return found > self.value
-            case "ge":
-                return found >= self.value
-            case "lt":
-                return found < self.value
-        return found <= self.value
-
-    def describe(self) -> str:
-        """Contract-side words only: safe to put in an explanation."""
-        return self.path if self.op == "exists" else f"{self.path} {self.op} {self.value!r}"
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _lookup(document: JsonValue, path: str) -> Any:
-    current = document
-    for part in path.split("."):
-        if isinstance(current, dict) and part in current:
-            current = current[part]
-        elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
-            current = current[int(part)]
-        else:
-            return _MISSING
-    return current
-
-
-def all_hold(conditions: list[Condition], document: JsonValue) -> bool:
-    return all(condition.holds(document) for condition in conditions)
 
 
 class ApprovalTool(Section):
     tool: str = Field(description="The tool whose successful call grants the approval.")
     result: list[Condition] = Field(
         default_factory=list, description="Conditions its result must meet (e.g. status eq)."
+    )
+    arguments: list[Condition] = Field(
+        default_factory=list,
+        description="Conditions on the approval call's own arguments, so a generic approval "
+        "tool grants only the action it names (e.g. action eq issue_refund).",
     )
     match_arguments: list[str] = Field(
         default_factory=list,
@@ -134,7 +64,13 @@ class Approval(Section):
     tools: list[ApprovalTool] = Field(default_factory=list)
     user_confirmation: bool = Field(
         default=False,
-        description="An explicit yes from the user after the assistant asked to confirm.",
+        description="An explicit yes from the user after the assistant asked to confirm the "
+        "action (the question names it: the tool's action words).",
+    )
+    calls_per_confirmation: int = Field(
+        default=1,
+        ge=1,
+        description="Calls of the tool one confirmation authorises (1: every call needs its own).",
     )
 
     @model_validator(mode="after")
@@ -164,7 +100,17 @@ class Tool(Section):
     side_effect: bool = Field(default=False, description="Changes state outside the chat.")
     approval: Approval | None = Field(default=None, description="Evidence needed before a call.")
     escalation: bool = Field(default=False, description="Calling it hands over to a human.")
+    action_words: list[str] = Field(
+        default_factory=list,
+        description="Phrases that name the action in a confirmation question (`cancel`, "
+        "`delivery day`); default: the words of the tool's name.",
+    )
+    alternatives: list[str] = Field(
+        default_factory=list,
+        description="Tools whose successful call stands in for this one when it fails.",
+    )
     _validator: jsonschema.Draft202012Validator = PrivateAttr()
+    _action: re.Pattern[str] | None = PrivateAttr(default=None)
 
     @field_validator("arguments")
     @classmethod
@@ -187,6 +133,10 @@ class Tool(Section):
     def validator(self) -> jsonschema.Draft202012Validator:
         return self._validator
 
+    def names_action(self, text: str) -> bool:
+        """Whether the text names this tool's action (set by the contract, which knows the name)."""
+        return self._action is not None and self._action.search(text) is not None
+
 
 class ForbiddenAction(Section):
     id: str = Field(pattern=IDENTIFIER)
@@ -208,24 +158,18 @@ class RequiredFact(Section):
     )
 
 
-class SuccessCall(Section):
-    tool: str
-    result: list[Condition] = Field(
-        default_factory=list, description="The state its result must show."
-    )
-    final: bool = Field(default=False, description="It must be the session's last tool call.")
-
-
-class Success(Section):
-    any_of: list[SuccessCall] = Field(min_length=1)
-
-
 class Budgets(Section):
     max_user_turns: int | None = Field(default=None, gt=0)
     max_session_latency_ms: float | None = Field(default=None, gt=0)
     max_turn_latency_ms: float | None = Field(default=None, gt=0)
     max_tokens: int | None = Field(default=None, gt=0)
     max_cost_usd: float | None = Field(default=None, gt=0)
+    max_retries: int | None = Field(
+        default=None,
+        ge=0,
+        description="Identical retries allowed after a failed call before they are a loop "
+        "(default scorers.max_retries).",
+    )
 
 
 DEFAULT_CRITICAL: list[CheckName] = ["forbidden_action", "approval", "cross_user_disclosure"]
@@ -242,32 +186,51 @@ class Contract(Section):
     success: Success | None = None
     budgets: Budgets = Field(default_factory=Budgets)
     max_clarifications: int | None = Field(default=None, ge=0)
-    fact_questions: dict[EntityName, str] = Field(
+    fact_questions: dict[EntityName, Regex] = Field(
         default_factory=dict,
         description="Token type -> regular expression for how the bot asks for that fact; "
         "added to the built-in ones.",
     )
+    slots: dict[str, Slot] = Field(
+        default_factory=dict, description="Facts the bot collects, by name (re-asked facts)."
+    )
+    ownership: Ownership | None = Field(
+        default=None, description="Fields of tool results that say whose record it is."
+    )
+    persona: Persona = Field(default_factory=Persona)
     critical: list[CheckName] = Field(default_factory=lambda: list(DEFAULT_CRITICAL))
+    severity: dict[CheckName, Literal["warning", "error"]] = Field(
+        default_factory=dict,
+        description="Severity of a check's findings, overriding the check's own (an `error` "
+        "can be the first broken transition; critical checks stay critical).",
+    )
 
-    @field_validator("fact_questions")
+    @field_validator("slots")
     @classmethod
-    def _compiles(cls, value: dict[str, str]) -> dict[str, str]:
-        for entity, pattern in value.items():
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"{entity}: invalid regular expression: {exc}") from exc
+    def _slot_names(cls, value: dict[str, Slot]) -> dict[str, Slot]:
+        for name in value:
+            if not re.match(IDENTIFIER, name):
+                raise ValueError(f"slot name {name!r} is not an identifier")
         return value
 
     @model_validator(mode="after")
     def _references_exist(self) -> Contract:
         if not self.id:
             self.id = self.service
+        for name, tool in self.tools.items():
+            tool._action = phrase_pattern(tool.action_words or [name.replace("_", " ")])
         referenced = [action.tool for action in self.forbidden_actions]
         referenced += [fact_tool for fact in self.required_facts for fact_tool in fact.before]
         if self.success is not None:
-            referenced += [call.tool for call in self.success.any_of]
+            referenced += [entry.tool for entry in self.success.any_of if entry.tool is not None]
+            if any(entry.refusal for entry in self.success.any_of) and not (
+                self.persona.out_of_scope
+            ):
+                raise ValueError("success by refusal needs persona.out_of_scope topics")
+        if self.ownership is not None:
+            referenced += self.ownership.identity_tools
         for tool in self.tools.values():
+            referenced += tool.alternatives
             if tool.approval is not None:
                 referenced += [approval.tool for approval in tool.approval.tools]
         unknown = sorted(set(referenced) - set(self.tools))
@@ -276,7 +239,9 @@ class Contract(Section):
         return self
 
     def success_tools(self) -> list[str]:
-        return [] if self.success is None else [call.tool for call in self.success.any_of]
+        if self.success is None:
+            return []
+        return [entry.tool for entry in self.success.any_of if entry.tool is not None]
 
     def escalation_tools(self) -> set[str]:
         return {name for name, tool in self.tools.items() if tool.escalation}

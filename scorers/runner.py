@@ -73,7 +73,9 @@ class Scorer:
             )
         self.config = config
         self.registry = registry
-        self.owner_index = OwnerIndex(config.owner_index_size)
+        self.owner_index = OwnerIndex(
+            config.owner_index_size, config.owner_min_sessions, config.owner_common_users
+        )
         self.checks = selected(config, self.owner_index)
         # Pass a JudgeEvaluator built on the service's metrics registry to export judge metrics.
         self.judge = judge if judge is not None else JudgeEvaluator(config.judge)
@@ -101,10 +103,17 @@ class Scorer:
         session, contract = ctx.session, ctx.contract
         # Without a contract, disclosure is still critical: it needs no contract to be wrong.
         critical = set(contract.critical if contract is not None else DEFAULT_CRITICAL)
+        severity = contract.severity if contract is not None else {}
         by_level: dict[Level, list[CheckResult]] = {level: [] for level in Level}
         ordered = []
         for spec in self.checks:
-            result = check_result(spec.name, run_scorer(spec, ctx), spec.name in critical)
+            chosen = severity.get(spec.name)  # type: ignore[call-overload]
+            result = check_result(
+                spec.name,
+                run_scorer(spec, ctx),
+                spec.name in critical,
+                Severity(chosen) if chosen is not None else None,
+            )
             by_level[spec.level].append(result)
             ordered.append(result)
         results = {result.check: result for result in ordered}

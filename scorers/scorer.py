@@ -148,7 +148,10 @@ def _raised(
     return Result(unscored_reason=f"{kind} raised {type(exc).__name__}", metadata=metadata)
 
 
-def check_result(name: str, result: Result, critical: bool) -> CheckResult:
+def check_result(
+    name: str, result: Result, critical: bool, severity: Severity | None = None
+) -> CheckResult:
+    """`critical` (the contract's `critical`) outranks `severity` (its `severity` override)."""
     if result.unscored_reason is not None:
         return CheckResult(
             check=name, status=Status.UNSCORED, unscored_reason=result.unscored_reason
@@ -157,7 +160,7 @@ def check_result(name: str, result: Result, critical: bool) -> CheckResult:
         Finding(
             check=name,
             turn_index=draft.turn_index,
-            severity=Severity.CRITICAL if critical else draft.severity,
+            severity=Severity.CRITICAL if critical else severity or draft.severity,
             explanation=draft.explanation,
             evidence=draft.evidence,
         )

@@ -6,6 +6,7 @@ number of turns.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from turnwatch.scorers.phrases import tokens
@@ -27,6 +28,11 @@ class Call:
     @property
     def failed(self) -> bool:
         return self.call.error is not None
+
+    @property
+    def signature(self) -> str:
+        """Tool and arguments: equal for a retry or a repeat of the same call."""
+        return self.name + "\x00" + json.dumps(self.call.arguments, sort_keys=True, default=str)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +57,24 @@ def json_tokens(value: JsonValue) -> list[tuple[str, str]]:
         elif isinstance(item, list):
             stack.extend(item)
     return found
+
+
+def json_text(value: JsonValue) -> str:
+    """The string leaves and numbers of a JSON value as one text (iterative: depth is
+    untrusted), for recognising values in tool arguments and results as in messages."""
+    parts: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            parts.append(item)
+        elif isinstance(item, int | float) and not isinstance(item, bool):
+            parts.append(f"{item:g}")
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return " ; ".join(reversed(parts))
 
 
 class Transcript:

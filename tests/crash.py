@@ -143,7 +143,7 @@ def crash_run(directory: Path, conversations: int, kill: KillPoint, wal: bool = 
     data_dir = directory / "data"
     env = {**CRASH_ENV, "TURNWATCH_WAL__ENABLED": "true" if wal else "false"}
     first = Serve(data_dir, **env)
-    client = BurstClient(first.otlp, requests)
+    client = BurstClient(first.otlp_url, requests)
     client.thread.start()
     eventually(
         lambda: client.acknowledged,
@@ -167,7 +167,7 @@ def crash_run(directory: Path, conversations: int, kill: KillPoint, wal: bool = 
     second = Serve(data_dir, **env)  # its banner comes once the log is replayed
     try:
         # Nothing open or queued in the collector, nothing on the bus: the score log is final.
-        settled(second.ops, timeout=120)
+        settled(second.ops_url, timeout=120)
         bus_idle(second)
         run.recovery_seconds = time.monotonic() - started
         run.deliveries = scored(directory / "scored.log")

@@ -34,12 +34,15 @@ class ExportingSink:
             self.delivered += 1
 
 
-def flood_request(start: int, count: int) -> bytes:
-    """Conversations `flood-conv-{n}` from services `flood-svc-{n}`, n in [start, start + count)."""
+def flood_request(start: int, count: int, service: str | None = None) -> bytes:
+    """Conversations `flood-conv-{n}`, n in [start, start + count), from services
+    `flood-svc-{n}` (a new name each), or all from `service`."""
     request = ExportTraceServiceRequest(
         resource_spans=[
             ResourceSpans(
-                resource=Resource(attributes=key_values({"service.name": f"flood-svc-{n}"})),
+                resource=Resource(
+                    attributes=key_values({"service.name": service or f"flood-svc-{n}"})
+                ),
                 scope_spans=[ScopeSpans(spans=[chat_span(f"flood-conv-{n}")])],
             )
             for n in range(start, start + count)

@@ -13,6 +13,7 @@ from turnwatch.exporters.score_metrics import ScoreMetrics
 from turnwatch.exporters.sessions.metrics import AgreementMetrics, SessionStoreMetrics
 from turnwatch.scorers.judge.telemetry import JudgeTelemetry
 
+from turnwatch.app.http import OpsRejections
 from turnwatch.bus.metrics import BusMetrics
 
 
@@ -25,6 +26,7 @@ def full_registry() -> CollectorRegistry:
     JudgeTelemetry(registry)
     ScoreMetrics(registry)
     RegressionMetrics(registry)
+    OpsRejections(registry)
     SessionStoreMetrics(registry)
     AgreementMetrics(registry)
     return registry

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import socket
 import time
 from typing import Any
 
@@ -154,23 +155,62 @@ def _field(number: int, payload: bytes) -> bytes:
     return _varint(number << 3 | 2) + _varint(len(payload)) + payload
 
 
-def deep_attribute_request(span: Span, depth: int) -> bytes:
-    """A trace request whose span carries an attribute nested `depth` arrays deep.
+def deep_value(depth: int, shape: str = "array") -> bytes:
+    """An AnyValue encoding nested `depth` arrays (or kvlists) deep around a string.
 
     Built byte by byte: upb refuses to build (or copy) messages nested past 100 levels, which is
     exactly what hostile clients send.
     """
     value = _field(1, b"leaf")  # AnyValue.string_value
     for _ in range(depth):
-        value = _field(5, _field(1, value))  # AnyValue.array_value -> ArrayValue.values
-    attribute = _field(1, b"deep") + _field(2, value)  # KeyValue{key, value}
-    span_bytes = span.SerializeToString() + _field(9, attribute)  # Span.attributes (repeated)
-    return _field(1, _field(2, _field(2, span_bytes)))  # resource_spans/scope_spans/spans
+        if shape == "array":
+            value = _field(5, _field(1, value))  # AnyValue.array_value -> ArrayValue.values
+        else:  # AnyValue.kvlist_value -> KeyValueList.values -> KeyValue{key, value}
+            value = _field(6, _field(1, _field(1, b"k") + _field(2, value)))
+    return value
+
+
+def deep_span(span: Span, depth: int, shape: str = "array") -> bytes:
+    """`span` encoded with one more attribute, nested `depth` levels deep."""
+    attribute = _field(1, b"deep") + _field(2, deep_value(depth, shape))  # KeyValue{key, value}
+    return span.SerializeToString() + _field(9, attribute)  # Span.attributes (repeated)
+
+
+def spans_request(*spans: bytes) -> bytes:
+    """An ExportTraceServiceRequest of one resource and scope holding these span encodings."""
+    return _field(1, _field(2, b"".join(_field(2, span) for span in spans)))
+
+
+def deep_attribute_request(span: Span, depth: int) -> bytes:
+    """A trace request whose span carries an attribute nested `depth` arrays deep."""
+    return spans_request(deep_span(span, depth))
+
+
+def deep_json_value(depth: int, shape: str = "array") -> str:
+    """OTLP/JSON of an AnyValue nested `depth` levels deep (as text: json.dumps recurses)."""
+    opening, closing = (
+        ('{"arrayValue": {"values": [', "]}}")
+        if shape == "array"
+        else ('{"kvlistValue": {"values": [{"key": "k", "value": ', "}]}}")
+    )
+    return opening * depth + '{"stringValue": "leaf"}' + closing * depth
 
 
 # One client for the requests tests send: a new httpx client builds a TLS context (loading the CA
 # bundle) even for plain http://, about 60 ms, which was most of a loopback request's time.
 LOOPBACK = httpx.Client(timeout=30)
+
+
+def closed_by_server(sock: socket.socket) -> bool:
+    """Reads until the server closes the connection (True) or the socket's timeout passes."""
+    try:
+        while sock.recv(65536):
+            pass
+    except TimeoutError:
+        return False
+    except ConnectionResetError:
+        pass
+    return True
 
 
 def metric_value(ops_url: str, name: str, **labels: str) -> float:

@@ -83,6 +83,9 @@ settings = load_settings(None, {})
 metrics = CollectorMetrics(CollectorRegistry())
 built = Built(SessionBuilder(settings.collector.service_fallback, metrics))
 pipeline = CollectorPipeline(settings.collector, metrics, built)
+# A wall clock stuck at the epoch: revisions are then the counter alone (1, 2, ...), the same in
+# both runs.
+pipeline.sessionizer.revisions.wall_clock = lambda: 0.0
 limits = DecodeLimits(max_attribute_bytes=settings.otlp.max_attribute_bytes)
 rejected = {}
 for path in sorted(Path(sys.argv[1]).iterdir()):

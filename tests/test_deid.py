@@ -129,6 +129,45 @@ def test_phone_formats_of_one_number_share_a_token(deidentifier):
     assert len(tokens) == 1 and next(iter(tokens)).startswith("<PHONE_NUMBER_")
 
 
+def test_a_phone_number_the_model_calls_a_date_keeps_its_phone_token(deidentifier):
+    """The model tags "07700 900966" DATE_TIME above the phone recognizer's score; a date has
+    at most eight digits, so the number gets the token its record gets."""
+    number = "07700 900966"
+    session = _session(
+        _user(0, f"It's {number}"),
+        _tool(1, {"phone": number}, {"phone": number}),
+        _user(2, "I was born 12/05/1990 and moved on 05.06.2024."),
+    )
+    turns = deidentifier.deidentify(session).session.turns
+    [token] = TOKEN.findall(turns[0].text)
+    assert token.startswith("<PHONE_NUMBER_")
+    assert turns[1].tool_calls[0].result == {"phone": token}
+    dates = TOKEN.findall(turns[2].text)
+    assert len(dates) == 2 and all(date.startswith("<DATE_TIME_") for date in dates)
+
+
+def test_a_name_in_the_possessive_is_the_same_name(deidentifier):
+    session = _session(
+        _user(0, "That's Ethan Carter's account, isn\u2019t it? Ask Ethan Carter\u2019s bank."),
+        _tool(1, {"customer_name": "Ethan Carter"}),
+    )
+    turns = deidentifier.deidentify(session).session.turns
+    name = turns[1].tool_calls[0].arguments["customer_name"]
+    assert turns[0].text == f"That's {name}'s account, isn\u2019t it? Ask {name}\u2019s bank."
+
+
+def test_an_address_closing_a_sentence_is_the_address_in_the_record(deidentifier):
+    session = _session(
+        _user(0, "Scratch that. It's 4502 Maple Avenue."),
+        _user(1, "Or 12 Main St. as before"),
+        _tool(2, {"address": "4502 Maple Avenue"}, {"address": "12 Main St"}),
+    )
+    turns = deidentifier.deidentify(session).session.turns
+    call = turns[2].tool_calls[0]
+    assert turns[0].text == f"Scratch that. It's {call.arguments['address']}."
+    assert turns[1].text == f"Or {call.result['address']} as before"
+
+
 def test_tokens_depend_on_the_secret(deidentifier):
     session = _session(_user(0, "my email is olga.schmidt@example.org"))
     other = build_deidentifier(DeidConfig(), b"another-secret-0123456789")

@@ -412,7 +412,10 @@ def test_protobuf_and_json_bodies_rebuild_the_same_session(running, key, posts):
     finally:
         other.background.stop()
     assert len(from_json.turns) == 5
-    assert from_protobuf.model_dump() == from_json.model_dump()
+    # Revisions come from each server's close time, so two servers give two numbers.
+    assert from_protobuf.model_dump(exclude={"revision"}) == from_json.model_dump(
+        exclude={"revision"}
+    )
 
 
 # ---------------------------------------------------------------- incomplete content

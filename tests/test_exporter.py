@@ -88,6 +88,11 @@ def score_record(
     )
 
 
+# The service these records come from is named on /metrics from its first session, as an
+# allow-list does; without one a name needs service_min_sessions sessions (test_service_labels_*).
+SUPPORT_BOT = ExporterConfig(services=["support-bot"])
+
+
 def sample(registry: CollectorRegistry, name: str, **labels: str) -> float:
     value = registry.get_sample_value(name, labels)
     return 0.0 if value is None else value
@@ -95,7 +100,7 @@ def sample(registry: CollectorRegistry, name: str, **labels: str) -> float:
 
 def test_one_record_updates_every_family():
     registry = CollectorRegistry()
-    exporter = ScoreExporter(registry)
+    exporter = ScoreExporter(registry, SUPPORT_BOT)
     record = score_record(scores={"turn_relevancy": 0.75, "role_adherence": None}, critical="fa")
     assert exporter.observe(record, session_ended_at=record.scored_at - timedelta(seconds=61))
     svc = {"service": "support-bot"}
@@ -132,7 +137,7 @@ def test_one_record_updates_every_family():
 
 def test_a_redelivered_revision_is_counted_once():
     registry = CollectorRegistry()
-    exporter = ScoreExporter(registry)
+    exporter = ScoreExporter(registry, SUPPORT_BOT)
     assert exporter.observe(score_record("s-1", 1))
     assert not exporter.observe(score_record("s-1", 1))
     assert exporter.observe(score_record("s-1", 2))  # a new revision is a new record
@@ -150,7 +155,7 @@ def test_revision_memory_is_bounded():
 
 def test_service_labels_overflow_to_other():
     registry = CollectorRegistry()
-    exporter = ScoreExporter(registry, ExporterConfig(max_services=3))
+    exporter = ScoreExporter(registry, ExporterConfig(max_services=3, service_min_sessions=1))
     for number in range(50):
         exporter.observe(score_record(f"s-{number}", service=f"svc-{number}"))
     text = generate_latest(registry).decode()
@@ -180,13 +185,13 @@ def test_reason_codes_drop_instance_details():
 
 def test_score_outside_zero_one_is_clamped_into_the_histogram():
     registry = CollectorRegistry()
-    ScoreExporter(registry).observe(score_record(scores={"m": 7.0}))
+    ScoreExporter(registry, SUPPORT_BOT).observe(score_record(scores={"m": 7.0}))
     assert sample(registry, "turnwatch_session_score_sum", service="support-bot", metric="m") == 1
 
 
 async def test_bus_handler_counts_score_records_not_the_incidents_repeating_them():
     registry = CollectorRegistry()
-    exporter = ScoreExporter(registry)
+    exporter = ScoreExporter(registry, SUPPORT_BOT)
     record = score_record()
     assert await exporter.handle(SCORES, record) == ()
     later = score_record(session_id="s-2")
@@ -228,7 +233,8 @@ def test_drift_stays_small_on_a_stable_stream_and_flags_a_drop():
 def test_drift_gauges_are_exported_per_service_and_metric():
     registry = CollectorRegistry()
     config = ExporterConfig(
-        drift=DriftConfig(recent_window=10, baseline_window=20, min_recent=5, min_baseline=10)
+        services=["support-bot"],
+        drift=DriftConfig(recent_window=10, baseline_window=20, min_recent=5, min_baseline=10),
     )
     exporter = ScoreExporter(registry, config)
     for number in range(40):

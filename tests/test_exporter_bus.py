@@ -14,7 +14,7 @@ from turnwatch.app.serve import BackgroundService
 
 
 def test_scores_from_the_bus_reach_metrics_once_per_revision():
-    settings = make_settings(**{"otlp.grpc_enabled": False})
+    settings = make_settings(**{"otlp.grpc_enabled": False, "exporter.services": ["support-bot"]})
     background = BackgroundService(settings, all_roles_raw())
     service = background.start()
     ops = f"http://127.0.0.1:{service.ports.ops}"

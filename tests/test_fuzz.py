@@ -603,8 +603,7 @@ def _decoded(attributes: dict[str, Any]) -> list[tuple[str, list[tuple[str, str 
     for decoder in _pipeline()[0].span_decoders:
         observation = decoder.decode(_span_with(attributes))
         if observation is not None:
-            observation.materialize()
-            messages = [(message.role, message.text) for message in observation.inputs]
+            messages = [(message.role, message.text) for message in observation.parsed().inputs]
             found.append((observation.dialect, messages))
     return found
 

@@ -87,6 +87,7 @@ def judge_settings(server: LoopbackJudge, endpoint: dict[str, Any] | None = None
         "otlp.grpc_enabled": False,
         "bus.shutdown_timeout_seconds": 2.0,
         "scorers.judge": config,
+        "exporter.services": ["support-bot"],  # one session takes no label slot by traffic
     }
     return make_settings(**overrides)
 

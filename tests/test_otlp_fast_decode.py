@@ -16,7 +16,7 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
-from turnwatch.collector import otlp_proto
+from turnwatch.collector import otlp_proto, otlp_values
 from turnwatch.collector.otlp_common import DecodeLimits, Undecodable
 
 LIMITS = [
@@ -127,7 +127,7 @@ def test_random_valid_requests_decode_as_the_reference_does(seed):
             assert_same(body, limits)
 
 
-varint = otlp_proto._varint
+varint = otlp_values.encode_varint
 
 
 def body_with_raw_attributes(*raw_pairs: bytes) -> bytes:
@@ -211,10 +211,10 @@ def test_the_cache_keeps_call_descriptions_but_no_content_or_ids():
     )
     request = ExportTraceServiceRequest()
     request.resource_spans.add().scope_spans.add().spans.append(span)
-    otlp_proto._KV_CACHE.clear()  # a nearly full cache would be cleared mid-request
+    otlp_values._KV_CACHE.clear()  # a nearly full cache would be cleared mid-request
     [view] = otlp_proto.decode_traces(request.SerializeToString(), LIMITS[0]).items
     assert view.attributes["user.id"] == "alice@example.com"
-    cached = set(otlp_proto._KV_CACHE.values())
+    cached = set(otlp_values._KV_CACHE.values())
     assert ("gen_ai.request.model", "cache-model-x") in cached
     assert ("gen_ai.usage.input_tokens", 4242) in cached
     assert not {pair for pair in cached if pair[0] in ("user.id", "gen_ai.input.messages")}

@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+from turnwatch.exporters.config import ExporterConfig
 from turnwatch.exporters.score_exporter import ScoreExporter
 
 from tests.conftest import Running, make_settings, start_service
@@ -79,7 +80,7 @@ def query(url: str, expression: str) -> list[dict]:
 
 
 def test_prometheus_scrapes_turnwatch_and_loads_its_rules(turnwatch: Running, prometheus: str):
-    exporter = ScoreExporter(turnwatch.service.registry)
+    exporter = ScoreExporter(turnwatch.service.registry, ExporterConfig(services=["support-bot"]))
     for number in range(5):
         record = score_record(f"s-{number}", scores={"relevancy": 0.7}, critical="forbidden")
         exporter.observe(record)

@@ -3,6 +3,7 @@ incidents router under uvicorn on a loopback port; the test pages through it wit
 
 from __future__ import annotations
 
+import base64
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -142,3 +143,42 @@ def test_pages_filters_and_detail(api):
     assert detail.json() == store.get(seen[0]["id"]).to_json()
     for missing in ("rc-0000000000000000", "..%2F..%2Fetc%2Fpasswd", "rc-zz"):
         assert client.get(f"/api/incidents/{missing}", headers=auth()).status_code == 404
+
+
+def _cursor(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    [
+        _cursor(b"[" * 5000 + b"]" * 5000),  # answered 500 (RecursionError) before
+        _cursor(b"[" * 60 + b"]" * 60),  # short enough to pass the length check: still no list
+        _cursor(b'{"last_seen": 1}'),
+        _cursor(b"[1, 2]"),
+        _cursor(b'["2025-03-01T00:00:00+00:00"]'),
+        _cursor(b'["2025-03-01T00:00:00", "rc-0123456789abcdef"]'),  # no offset
+        _cursor(b'["yesterday", "rc-0123456789abcdef"]'),
+        _cursor(b'["2025-03-01T00:00:00+00:00", "../../etc/passwd"]'),
+        _cursor(b'["2025-03-01T00:00:00+00:00", "rc-0123456789abcdef", 3]'),
+        "x" * 500,
+    ],
+    ids=[
+        "nested-5000",
+        "nested-60",
+        "object",
+        "numbers",
+        "one-part",
+        "no-offset",
+        "not-a-time",
+        "path-as-id",
+        "three-parts",
+        "too-long",
+    ],
+)
+def test_a_hostile_cursor_is_400_with_a_message(api, cursor):
+    client, _ = api
+    answer = client.get("/api/incidents", params={"cursor": cursor}, headers=auth())
+    assert answer.status_code == 400
+    assert answer.json() == {"detail": "invalid cursor"}
+    assert client.get("/api/incidents", headers=auth()).status_code == 200

@@ -298,7 +298,8 @@ def test_otel_spans_through_serve_become_pii_free_cases(tmp_path):
 
     store, registry = store_at(tmp_path)
     handler = IncidentHandler(store)
-    process = bus_processor(support_scorer(), flag=Flagger(RegressionConfig()))
+    # One sighting makes Bob the owner of his e-mail (the default waits for two sessions).
+    process = bus_processor(support_scorer(owner_min_sessions=1), flag=Flagger(RegressionConfig()))
 
     async def run() -> None:
         for captured in sessions:

@@ -71,7 +71,8 @@ def test_a_case_file_of_format_1_loads_and_takes_a_recurrence(tmp_path):
 
     # The same failure again (the signature of the legacy case) counts as a recurrence.
     scorer = support_scorer()
-    scorer.score(session(user(f"I am {EMAIL_B}"), bot("Noted."), user_id=BOB, session_id="s-b"))
+    for visit in ("s-b1", "s-b2"):  # supplied twice by Bob alone: certainly his
+        scorer.score(session(user(f"I am {EMAIL_B}"), bot("Noted."), user_id=BOB, session_id=visit))
     again = refund_over_limit("s-again")
     again.turns[-1].text = f"Your refund of 900 is done; I also mailed {EMAIL_B}."
     record = scorer.score(again)

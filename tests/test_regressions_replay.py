@@ -23,7 +23,7 @@ from turnwatch.exporters.regressions.schema import validate_case
 from turnwatch.scorers.flagging import Flagger
 
 from tests.test_regressions_cases import incident, refund_over_limit, store_at
-from tests.test_scorers_builders import ORDER_A, SUPPORT_CONTRACT
+from tests.test_scorers_builders import ORDER_A, SUPPORT_CONTRACT, bot, call, session, user
 from turnwatch.app.regressions import add_regressions_parser, run_regressions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -172,6 +172,34 @@ def test_list_show_and_jsonl_export(data_dir):
     code, out, _ = cli(data_dir, "export", "--format", "jsonl")
     [line] = out.splitlines()
     validate_case(json.loads(line))
+
+
+def test_show_prints_every_finding_with_its_evidence(tmp_path):
+    other, name = "<ACCOUNT_ID_c0ffee00>", "<PERSON_c0ffee01>"
+    record = {"order_id": ORDER_A, "customer_id": other, "customer_name": name}
+    leaked = session(
+        user(f"Where is {ORDER_A}?"),
+        bot(None, call("lookup_order", {"order_id": ORDER_A}, record)),
+        bot(f"It is {name}'s order."),
+        session_id="s-leak",
+    )
+    store, _ = store_at(tmp_path)
+    store.record(incident(Flagger(RegressionConfig()), leaked))
+    (tmp_path / "turnwatch.yaml").write_text("{}\n", encoding="utf-8")
+    [summary] = store.summaries()
+    code, out, _ = cli(tmp_path, "show", summary.id)
+    assert code == 0
+    [finding] = json.loads(out)["findings"]["critical_failures"]
+    assert finding["check"] == "cross_user_disclosure"
+    # The record's owner, the call that read it and the rule, as fields: nothing is parsed.
+    assert finding["evidence"] == {
+        "related_turn_index": 1,
+        "tool_name": "lookup_order",
+        "rule": "ownership.owner_fields",
+        "token": name,
+        "entity": "PERSON",
+        "owner": other,
+    }
 
 
 class DeepEvalToolCall(BaseModel):

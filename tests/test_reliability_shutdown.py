@@ -73,7 +73,7 @@ def test_sigterm_during_traffic_exits_0_and_a_restart_scores_the_rest_once(tmp_p
         "TURNWATCH_TEST_SCORER_DELAY": "0.1",
     }
     first = Serve(data_dir, **slow)
-    sender = Sender(first.otlp, "sigterm")
+    sender = Sender(first.otlp_url, "sigterm")
     sender.thread.start()
     try:
         sender.wait_for(40, timeout=60)
@@ -111,7 +111,7 @@ def test_a_full_disk_under_the_spool_is_backpressure_with_a_clear_error_not_a_cr
         "TURNWATCH_HANDOFF__HIGH_WATERMARK": "0.5",
     }
     full = Serve(data_dir, file_size_limit=96 * 1024, **small)
-    sender = Sender(full.otlp, "disk-full", pause=0.01)
+    sender = Sender(full.otlp_url, "disk-full", pause=0.01)
     sender.thread.start()
     try:
         eventually(
@@ -122,23 +122,23 @@ def test_a_full_disk_under_the_spool_is_backpressure_with_a_clear_error_not_a_cr
         )
         # The bus and then the handoff queue fill behind the stuck write: both report it.
         eventually(
-            lambda: LOOPBACK.get(f"{full.ops}/readyz").json().get("checks", {}),
+            lambda: LOOPBACK.get(f"{full.ops_url}/readyz").json().get("checks", {}),
             lambda failing: set(failing) == {"bus", "pipeline"},
             timeout=30,
             what="the bus and the pipeline to report backpressure",
         )
         assert full.process.poll() is None, full.logs()[-3000:]  # no crash
-        assert post_session(full.otlp, "refused").status_code == 503
+        assert post_session(full.otlp_url, "refused").status_code == 503
         sender.stop.set()
         sender.thread.join(10)
         assert sender.thread.is_alive() is False and sender.unanswered == 0
         assert set(sender.refused) == {503}, sender.refused  # backpressure, never an error
-        ready = LOOPBACK.get(f"{full.ops}/readyz")
+        ready = LOOPBACK.get(f"{full.ops_url}/readyz")
         assert ready.status_code == 503 and set(ready.json()["checks"]) == {"bus", "pipeline"}
         assert full.metric("turnwatch_bus_spool_full_total") >= 1
         for reason in ("queue_full", "sink_error"):
             assert full.metric("turnwatch_handoff_dropped_total", reason=reason) == 0
-        assert LOOPBACK.get(f"{full.ops}/healthz").status_code == 200
+        assert LOOPBACK.get(f"{full.ops_url}/healthz").status_code == 200
     finally:
         code = full.terminate()
     logs = full.logs()

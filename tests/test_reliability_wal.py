@@ -179,7 +179,7 @@ STUCK_SCORER = {
 
 def sessions_in(serve: Serve, count: int, prefix: str) -> None:
     for number in range(count):
-        assert post_session(serve.otlp, f"{prefix}-{number}").status_code == 200
+        assert post_session(serve.otlp_url, f"{prefix}-{number}").status_code == 200
     eventually(  # every session closed, de-identified and on its way to the stuck scorer
         lambda: serve.metric("turnwatch_sessions_closed_total"),
         lambda closed: closed == count,
@@ -244,11 +244,11 @@ def test_a_disk_that_refuses_the_logs_writes_is_503_never_a_200_for_what_it_lost
     }
     full = Serve(data_dir, file_size_limit=160 * 1024, **env)
     # An open conversation holds the segment, so it grows until the disk refuses it.
-    assert post_session(full.otlp, "holder", end=False).status_code == 200
+    assert post_session(full.otlp_url, "holder", end=False).status_code == 200
     acknowledged = 1
     try:
         for number in range(400):
-            response = post_session(full.otlp, f"disk-{number}")
+            response = post_session(full.otlp_url, f"disk-{number}")
             if response.status_code == 503:
                 break
             assert response.status_code == 200
@@ -256,7 +256,7 @@ def test_a_disk_that_refuses_the_logs_writes_is_503_never_a_200_for_what_it_lost
         assert response.status_code == 503, "the disk never filled"
         assert full.metric("turnwatch_wal_write_errors_total", operation="write") >= 1
         assert full.metric(REJECTED, transport="http", reason="wal_write_failed") >= 1
-        assert LOOPBACK.get(f"{full.ops}/healthz").status_code == 200
+        assert LOOPBACK.get(f"{full.ops_url}/healthz").status_code == 200
         assert full.process.poll() is None
     finally:
         code = full.terminate()

@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
 from turnwatch.exporters.score_exporter import ScoreExporter
 
-from tests.test_exporter import score_record
+from tests.test_exporter import SUPPORT_BOT, score_record
 from turnwatch.bus.records import SCORES, decode, encode, revision_of
 from turnwatch.scores import BudgetUsage, Evidence, Part, Score, ScoreRecord
 
@@ -64,7 +64,7 @@ def test_the_bus_tells_the_parts_of_a_revision_apart():
 
 def test_the_exporter_counts_checks_and_judge_metrics_once_each():
     registry = CollectorRegistry()
-    exporter = ScoreExporter(registry)
+    exporter = ScoreExporter(registry, SUPPORT_BOT)
     checks, judged = checks_and_judged()
     assert exporter.observe(checks) and exporter.observe(judged)
     # Redeliveries of either part, and a complete record of the same revision, add nothing.
@@ -81,7 +81,7 @@ def test_the_exporter_counts_checks_and_judge_metrics_once_each():
 
 def test_a_complete_record_after_the_checks_part_adds_only_the_judge_metrics():
     registry = CollectorRegistry()
-    exporter = ScoreExporter(registry)
+    exporter = ScoreExporter(registry, SUPPORT_BOT)
     checks, judged = checks_and_judged()
     assert exporter.observe(checks)
     assert exporter.observe(part(judged, Part.COMPLETE))

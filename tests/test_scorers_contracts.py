@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from turnwatch.scorers.contract import Condition
+from turnwatch.scorers.conditions import Condition
 from turnwatch.scorers.registry import ContractError, ContractRegistry, load_contract
 
 from tests.test_scorers_builders import SUPPORT_CONTRACT

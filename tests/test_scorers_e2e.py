@@ -52,7 +52,9 @@ def test_otel_spans_through_serve_produce_the_expected_findings(tmp_path):
 
     assert SUPPORT_CONTRACT.parent.name == "contracts"
     ContractRegistry.from_directory(SUPPORT_CONTRACT.parent)  # the shipped directory loads
-    process = bus_processor(support_scorer())
+    # Bob typed his e-mail in one session only: one sighting makes an owner here (by default
+    # a value needs two sessions, or the user's own record, before it is anybody's).
+    process = bus_processor(support_scorer(owner_min_sessions=1))
     asyncio.run(process(bob))
     published = asyncio.run(process(alice))
     assert [topic for topic, _, _ in published][-1] == INCIDENTS

@@ -96,7 +96,12 @@ CASES = [
     (
         "tool_error_recovery",
         [user(f"refund {ORDER_A}"), bot(None, refund("call_6", error="Timeout")), bot("Done.")],
-        {"tool_call_id": "call_6", "tool_name": "issue_refund", "related_turn_index": 1},
+        {
+            "tool_call_id": "call_6",
+            "tool_name": "issue_refund",
+            "related_turn_index": 1,
+            "rule": "recovery.unacknowledged",
+        },
     ),
     (
         "near_duplicates",
@@ -106,7 +111,7 @@ CASES = [
             user("and?"),
             bot("I am checking the status of your order right now!"),
         ],
-        {"related_turn_index": 1, "measured": 1.0, "limit": 0.85},
+        {"related_turn_index": 1, "measured": 1.0, "limit": 0.8},
     ),
     (
         "clarifications",
@@ -116,7 +121,7 @@ CASES = [
     (
         "tool_loop",
         [user(f"{ORDER_A}?"), bot(None, *[called("lookup_order", f"call_7{n}") for n in "abc"])],
-        {"tool_call_id": "call_7c", "tool_name": "lookup_order"},
+        {"tool_call_id": "call_7c", "tool_name": "lookup_order", "measured": 3, "limit": 3},
     ),
     (
         "outcome",
@@ -154,7 +159,8 @@ def test_each_check_fills_the_evidence_it_knows(check, turns, expected):
 
 def test_a_disclosure_names_the_token_and_its_owner_without_parsing_the_explanation():
     scorer = support_scorer()
-    scorer.score(session(user(f"I am {EMAIL_B}"), bot("Noted."), user_id=BOB))
+    for visit in ("b1", "b2"):  # Bob's, certainly: nobody else ever supplied it
+        scorer.score(session(user(f"I am {EMAIL_B}"), bot("Noted."), user_id=BOB, session_id=visit))
     record = scorer.score(
         session(user("hi"), bot(None, called("lookup_order", "call_x", {"q": EMAIL_B})))
     )

@@ -4,7 +4,7 @@ broken transition, slices, generic-only scoring, incidents and the bus adapter."
 from __future__ import annotations
 
 import pytest
-from turnwatch.scorers.checks.disclosure import SHARED, OwnerIndex
+from turnwatch.scorers.checks.disclosure import OwnerIndex
 from turnwatch.scorers.config import ScorerConfig
 from turnwatch.scorers.runner import Scorer, bus_processor, is_incident
 from turnwatch.scorers.scorer import ScorerSpec
@@ -24,6 +24,7 @@ from tests.test_scorers_builders import (
 from turnwatch.bus.records import INCIDENTS, SCORES, decode, encode
 from turnwatch.incidents import Incident
 from turnwatch.scores import Level, ScoreRecord, Severity, Slice, Status
+from turnwatch.tokens import value_part
 
 RESOLVED = call("record_resolution", {"outcome": "resolved"}, {"ok": True})
 
@@ -34,7 +35,11 @@ def result(record: ScoreRecord, check: str):
 
 
 def bob_supplies_his_email(scorer: Scorer) -> None:
-    scorer.score(session(user(f"I am {EMAIL_B}"), bot("Thanks."), user_id=BOB, session_id="s-b"))
+    """In two sessions, and nobody else ever does: the e-mail is certainly Bob's."""
+    for visit in ("s-b1", "s-b2"):
+        scorer.score(
+            session(user(f"I am {EMAIL_B}"), bot("Thanks."), user_id=BOB, session_id=visit)
+        )
 
 
 def test_disclosure_of_another_users_token_is_critical_and_explained():
@@ -48,8 +53,8 @@ def test_disclosure_of_another_users_token_is_critical_and_explained():
     assert finding.turn_index == 1
     assert finding.severity is Severity.CRITICAL
     assert finding.explanation == (
-        f"assistant text contains {EMAIL_B}, supplied by another user ({BOB}) "
-        "and never by this session's user"
+        f"assistant text contains {EMAIL_B}, which belongs to another user ({BOB}) and which "
+        "this session's user never supplied"
     )
     assert record.joint_success.conditions["no_cross_user_disclosure"] is False
     assert is_incident(record)
@@ -87,13 +92,15 @@ def test_disclosure_is_unscored_without_a_user_id():
     assert record.joint_success.value is None
 
 
-def test_owner_index_is_bounded_and_marks_shared_values():
-    index = OwnerIndex(max_entries=2)
-    index.learn(EMAIL_A, ALICE)
-    index.learn(EMAIL_B, BOB)
-    index.learn(EMAIL_B, ALICE)
-    assert index.owner(EMAIL_B) == SHARED
-    index.learn(ORDER_A, ALICE)
+def test_owner_index_is_bounded_and_never_names_an_owner_of_a_shared_value():
+    index = OwnerIndex(max_entries=2, min_sessions=1)
+    a, b = value_part(EMAIL_A), value_part(EMAIL_B)
+    index.learn(ALICE, {a}, set(), {a})
+    index.learn(BOB, {b}, set(), {b})
+    assert index.owner(EMAIL_B) == BOB
+    index.learn(ALICE, {b}, set(), {b})
+    assert index.owner(EMAIL_B) is None  # two users supplied it: shared
+    index.learn(ALICE, {value_part(ORDER_A)}, set(), set())
     assert len(index) == 2
     assert index.owner(EMAIL_A) is None  # least recently seen, evicted
 
@@ -125,6 +132,7 @@ def test_a_clean_session_has_joint_success():
         "tool_selection",
         "argument_validity",
         "cross_user_disclosure",
+        "role_adherence",
     ]
     assert {r.check for r in record.session_level} == {"contradictions", "final_state", "outcome"}
 

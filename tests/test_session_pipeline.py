@@ -96,7 +96,10 @@ def sample(metrics: str, name: str, **labels: str) -> float:
 def test_a_tap_runs_beside_the_exporters_and_raw_sessions_stay_out_of_the_store(tmp_path):
     TAPPED.clear()
     plugin = {"otlp.grpc_enabled": False, "bus.exporter_handler": f"{__name__}:tap"}
-    settings = make_settings(data_dir=str(tmp_path), **plugin)
+    # Two sessions take no `service` label slot by traffic: the service is named.
+    settings = make_settings(
+        data_dir=str(tmp_path), **plugin, **{"exporter.services": ["errors-bot"]}
+    )
     scored = "turnwatch_sessions_scored_total"
     metrics = send_and_wait(settings, all_roles_raw(), 2, scored, service="errors-bot")
     writes = "turnwatch_session_store_writes_total"

@@ -19,6 +19,7 @@ from turnwatch.exporters.sessions.store import SessionStore
 
 from tests.postgres_server import PostgresServer
 from tests.session_records import START, failing, healthy, incident, relevancy, scored
+from turnwatch.revisions import RevisionClock
 from turnwatch.scores import Part
 
 NOW = START.timestamp()
@@ -240,6 +241,22 @@ def test_reviews_are_kept_per_reviewer_and_mark_the_session_reviewed(database):
         ("bo", Verdict.CONFIRMED),
     ]
     assert store.list(SessionFilters()).items[0].reviews == 2
+
+
+def test_revisions_from_the_close_time_are_stored_and_found_again(database):
+    # The collector's revisions are the close time in ms times 1024 (about 1.8e15): past a
+    # 32-bit column, so every revision column is 64-bit on both databases.
+    store, _ = make_store(database)
+    revision = RevisionClock(lambda: START.timestamp()).next()
+    session = failing("late").model_copy(update={"revision": revision})
+    record = scored(session)
+    assert store.put_session(session, NOW) == "stored"
+    assert store.put_score(record, NOW) == "stored"
+    store.put_review(review("late", "ana").model_copy(update={"revision": revision}))
+    found = store.get("late", revision)
+    assert found.session.revision == found.score.revision == revision
+    assert found.summary.reviews == 1
+    assert [r.revision for r in store.reviews("late", revision)] == [revision]
 
 
 def test_the_review_queue_puts_flagged_first_then_samples_each_service_and_slice(database):

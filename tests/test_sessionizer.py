@@ -173,7 +173,7 @@ def test_idle_session_closes_after_the_timeout_and_not_before() -> None:
     assert session.conversation_key == "conv-idle"
     assert texts(session) == ["question 1", "answer 1", "question 2", "answer 2"]
     assert session.trace_ids == ["t1", "t2"]
-    assert session.revision == 1 and not session.truncated
+    assert not session.truncated
     assert harness.open_count == 0
     assert harness.closed_total("idle") == 1
 
@@ -227,12 +227,13 @@ def test_turn_cap_closes_and_the_session_is_marked_truncated() -> None:
     harness.send(exchange("conv-long", "t4", 4))
     [rest] = harness.sweep_after(IDLE)
     assert rest.session_id == session.session_id
-    assert rest.revision == 2 and rest.truncated
+    assert rest.revision > session.revision and rest.truncated
     assert texts(rest) == ["question 4", "answer 4"]
 
 
 def test_byte_cap_closes_and_the_session_is_marked_truncated() -> None:
-    harness = Harness(**{"sessions.max_session_bytes": 3_000})
+    # Sizes count what the buffered objects occupy: one of these spans takes about 3.1 KB.
+    harness = Harness(**{"sessions.max_session_bytes": 5_000})
     big = "x" * 1_000
     harness.send(chat_span("t1", [_text("user", big)], "ok", attributes={"session.id": "c"}))
     assert harness.emitted() == []
@@ -269,23 +270,25 @@ def test_open_session_cap_evicts_least_recently_active_first_and_counts_it() -> 
 
 
 def test_buffered_bytes_cap_evicts_least_recently_active_first_and_counts_it() -> None:
-    harness = Harness(**{"sessions.max_buffered_bytes": 4_000})
+    # Each of these sessions occupies about 3 KB.
+    harness = Harness(**{"sessions.max_buffered_bytes": 10_000})
     filler = "y" * 900
     for name in ("a", "b", "c"):
         harness.send(
             chat_span(f"t-{name}", [_text("user", filler)], "ok", attributes={"session.id": name})
         )
     assert harness.emitted() == []
-    assert harness.pipeline.sessionizer.buffered_bytes <= 4_000
+    assert harness.pipeline.sessionizer.buffered_bytes <= 10_000
 
     harness.send(chat_span("t-d", [_text("user", filler)], "ok", attributes={"session.id": "d"}))
     [evicted] = harness.emitted()
     assert evicted.conversation_key == "a"
     assert evicted.close_reason is CloseReason.EVICTED and evicted.truncated
     assert harness.closed_total("evicted") == 1
-    assert harness.pipeline.sessionizer.buffered_bytes <= 4_000
-    buffered = harness.registry.get_sample_value("turnwatch_session_buffer_bytes")
-    assert buffered == harness.pipeline.sessionizer.buffered_bytes
+    assert harness.pipeline.sessionizer.buffered_bytes <= 10_000
+    sessionizer = harness.pipeline.sessionizer
+    held = harness.registry.get_sample_value("turnwatch_session_buffer_bytes")
+    assert held == sessionizer.held_bytes > sessionizer.buffered_bytes  # the key maps too
 
 
 def _context(key: str | None) -> Context:
@@ -346,7 +349,7 @@ def test_memory_stays_bounded_under_100k_distinct_conversations() -> None:
 
     assert peak_open <= 500
     assert peak_bytes <= 40_000
-    assert len(sessionizer._recent) <= 1_000
+    assert len(sessionizer._closed_keys) <= 1_000
     assert len(sessionizer._trace_keys) <= 4 * 500
     # Nothing vanished: every conversation is either still open or was handed back closed.
     assert closed + sessionizer.open_count == 100_000
@@ -356,7 +359,7 @@ def test_memory_stays_bounded_under_100k_distinct_conversations() -> None:
 # --- late spans and revisions ---------------------------------------------------------------
 
 
-def test_late_span_within_the_window_reemits_the_whole_conversation_as_revision_2() -> None:
+def test_late_span_within_the_window_reemits_the_whole_conversation_as_a_later_revision() -> None:
     harness = Harness()
     harness.send(exchange("conv-late", "t1", 1), exchange("conv-late", "t2", 2))
     [first] = harness.sweep_after(IDLE)
@@ -366,7 +369,7 @@ def test_late_span_within_the_window_reemits_the_whole_conversation_as_revision_
     [second] = harness.sweep_after(IDLE)
 
     assert second.session_id == first.session_id
-    assert (first.revision, second.revision) == (1, 2)
+    assert second.revision > first.revision
     assert texts(second) == [*texts(first), "question 3", "answer 3"]
     assert not second.truncated
     assert second.trace_ids == ["t1", "t2", "t3"]
@@ -382,7 +385,7 @@ def test_late_span_after_the_window_is_a_truncated_revision_with_only_new_conten
     [second] = harness.sweep_after(IDLE)
 
     assert second.session_id == first.session_id
-    assert second.revision == 2
+    assert second.revision > first.revision
     assert second.truncated
     assert texts(second) == ["question 2", "answer 2"]
 
@@ -396,7 +399,7 @@ def test_late_unnamed_span_reaches_the_closed_conversation_through_its_trace() -
     harness.send(chat_span("t1", [_text("user", "question 2")], "answer 2"))
     [second] = harness.sweep_after(IDLE)
     assert second.session_id == first.session_id
-    assert second.revision == 2
+    assert second.revision > first.revision
     assert texts(second) == ["question 1", "answer 1", "question 2", "answer 2"]
 
 
@@ -432,7 +435,7 @@ def test_unnamed_spans_merged_into_a_closed_conversation_make_its_next_revision(
     [second] = harness.sweep_after(IDLE)
 
     assert second.session_id == first.session_id
-    assert second.revision == 2
+    assert second.revision > first.revision
     assert texts(second) == ["question 1", "answer 1", "question 2", "answer 2"]
     assert second.key_source == "session.id"
 
@@ -513,8 +516,9 @@ def test_accounting_and_bounds_hold_and_no_content_is_lost(steps: list) -> None:
             "sessions.idle_timeout_seconds": 10,
             "sessions.reopen_window_seconds": 30,
             "sessions.max_open_sessions": 3,
-            "sessions.max_buffered_bytes": 3_000,
-            "sessions.max_session_bytes": 2_000,
+            "sessions.max_buffered_bytes": 6_000,
+            "sessions.max_reopen_bytes": 4_000,
+            "sessions.max_session_bytes": 4_000,
             "sessions.max_turns": 6,
             "sessions.max_remembered_sessions": 4,
         },
@@ -543,15 +547,16 @@ def test_accounting_and_bounds_hold_and_no_content_is_lost(steps: list) -> None:
             observation.size_bytes = size
             seen[id(observation)] = observation
             collect(sessionizer.add(trace_id, context, observation, 0))
-        open_sessions = sessionizer._open.values()
-        assert sessionizer.buffered_bytes == sum(s.size for s in open_sessions)
-        assert sessionizer._recent_bytes == sum(
-            r.state.size for r in sessionizer._recent.values() if r.state is not None
-        )
+        assert sessionizer.open_bytes == sum(s.size for s in sessionizer._open.values())
+        assert sessionizer.kept_bytes == sum(s.size for s in sessionizer._kept.values())
         assert sessionizer.open_count <= config.max_open_sessions
         assert sessionizer.buffered_bytes <= config.max_buffered_bytes
-        assert len(sessionizer._recent) <= config.max_remembered_sessions
-        assert not set(sessionizer._open) & set(sessionizer._recent)
+        assert sessionizer.kept_bytes <= config.max_reopen_bytes
+        assert len(sessionizer._closed_keys) <= config.max_remembered_sessions
+        assert not set(sessionizer._open) & set(sessionizer._kept)
+        # Kept content is ordered by close time, so expiry and bounds pop from the front.
+        closed_at = [s.closed_at for s in sessionizer._kept.values()]
+        assert closed_at == sorted(closed_at)
 
     collect(sessionizer.close_all())
     assert set(seen) <= delivered

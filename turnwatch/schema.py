@@ -128,7 +128,11 @@ class Provenance(WireModel):
 class Session(WireModel):
     schema_version: Literal[1] = SCHEMA_VERSION
     session_id: str = Field(description="Stable id derived from the conversation key.")
-    revision: int = Field(ge=1, description="Increments each time the conversation is re-emitted.")
+    revision: int = Field(
+        ge=1,
+        description="Grows each time the conversation is re-emitted, across restarts too (the "
+        "close time in ms times 1024 plus a counter); not consecutive.",
+    )
     conversation_key: str
     key_source: str = Field(description="Attribute the key came from, or 'trace_id'.")
     service: str

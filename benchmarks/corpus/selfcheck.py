@@ -12,7 +12,8 @@ import re
 from collections import Counter
 from typing import Any
 
-from turnwatch.scorers.contract import Contract, all_hold
+from turnwatch.scorers.conditions import all_hold
+from turnwatch.scorers.contract import Contract
 
 from benchmarks.corpus.kinds import DEFECTS, NEAR_MISSES
 from benchmarks.corpus.model import Conversation, Label, ToolCall

@@ -11,10 +11,12 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from presidio_analyzer import AnalyzerEngine
+from presidio_analyzer import AnalyzerEngine, RecognizerResult
 from turnwatch.collector.deid.cache import AnalysisCache, Finding, Findings
 from turnwatch.collector.deid.config import DeidConfig
 from turnwatch.collector.deid.engine import LANGUAGE
+
+POSSESSIVES = ("'s", "’s")
 
 
 class TimeLimitExceeded(Exception):
@@ -82,8 +84,19 @@ class TextAnalyzer:
                     allow_list=self._allow_list,
                 )
                 findings = tuple(
-                    Finding(item.start, item.end, item.entity_type, item.score) for item in found
+                    Finding(item.start, _value_end(text, item), item.entity_type, item.score)
+                    for item in found
                 )
                 self.cache.put(pending[text], findings)
                 results[text] = findings
                 stats.analysed += 1
+
+
+def _value_end(text: str, item: RecognizerResult) -> int:
+    """The end of the value itself: the model tags "Ethan Carter's" as the name, and the same
+    person must get the same pseudonym in "Ethan Carter's account" as in their record."""
+    if item.end - item.start > len(POSSESSIVES[0]) and text.endswith(
+        POSSESSIVES, item.start, item.end
+    ):
+        return item.end - len(POSSESSIVES[0])
+    return item.end

@@ -64,9 +64,10 @@ DEFAULT_PATTERNS = [
         entity="STREET_ADDRESS",
         # Name words exclude the small words of a sentence: "90442 is on its way" is no address.
         regex=r"(?i)\b\d{1,5}\s+(?:(?!(?:is|on|its|in|at|to|the|of|and|was|will|be)\b)"
+        # A full stop belongs to an abbreviation ("St."), not to the sentence it closes.
         r"[a-z][a-z'.-]*\s+){1,3}"
-        r"(?:street|st|avenue|ave|road|rd|lane|ln|boulevard|blvd|drive|dr|court|ct|way|"
-        r"place|pl|terrace|close|square|sq)\b\.?",
+        r"(?:(?:street|avenue|road|lane|boulevard|drive|court|way|place|terrace|close|square)\b|"
+        r"(?:st|ave|rd|ln|blvd|dr|ct|pl|sq)\b\.?)",
         score=0.9,
     ),
 ]

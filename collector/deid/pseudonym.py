@@ -1,9 +1,9 @@
 """Keyed pseudonyms: `<ENTITY_TYPE_xxxxxxxx>` from an HMAC-SHA256 of the normalised value.
 
-Normalising first makes "+1 (415) 555-0100" and "415-555-0100", or "Jane.Doe@X.com" and
-"jane.doe@x.com", the same person for the checks downstream. The value alone (not its type) is
-hashed, so a value detected as two types still shares its hex part. Without the key there is no
-way back: the token is a truncated MAC, not an encryption.
+Normalising first makes "+1 (415) 555-0100" and "415-555-0100", "Jane.Doe@X.com" and
+"jane.doe@x.com", or "12 Main St." and "12 main st", the same value for the checks downstream. The
+value alone (not its type) is hashed, so a value detected as two types still shares its hex part.
+Without the key there is no way back: the token is a truncated MAC, not an encryption.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ def normalise(entity: str, value: str) -> str:
         return _phone(value)
     if entity == "IBAN_CODE":
         return "".join(value.split()).upper()
-    return " ".join(value.casefold().split())
+    # "12 Main St." closing a sentence and "12 Main St" in a record are one address.
+    return " ".join(value.casefold().split()).rstrip(".")
 
 
 def _phone(value: str) -> str:

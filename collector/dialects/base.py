@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -33,6 +34,14 @@ MARKER_SCAN_LENGTH = 64
 """Redaction markers are short; longer content is never compared against them."""
 
 INFERENCE_OPERATIONS = frozenset({"chat", "generate_content", "text_completion", "invoke_agent"})
+
+# What buffering a span costs beyond the values it keeps, measured with tracemalloc
+# (tests/test_session_memory.py holds the accounting to it): the Observation with its four lists,
+# its span id, and the object holding deferred content.
+OBSERVATION_OVERHEAD = 480
+CONTENT_OVERHEAD = 120
+MESSAGE_OVERHEAD = 200
+TOOL_OVERHEAD = 160
 
 
 class SpanDecoder(ABC):
@@ -168,17 +177,29 @@ def mark_truncated(messages: list[Message]) -> None:
         messages[-1].truncated = True
 
 
+def held_size(value: object) -> int:
+    """Bytes a decoded attribute value occupies: its own size and, for containers, their items'."""
+    if isinstance(value, str):
+        return sys.getsizeof(value)
+    if isinstance(value, list):
+        return sys.getsizeof(value) + sum([held_size(item) for item in value])
+    if isinstance(value, dict):
+        return sys.getsizeof(value) + sum(
+            [held_size(key) + held_size(item) for key, item in value.items()]
+        )
+    if value is None or isinstance(value, bool):
+        return 0
+    return 32
+
+
 def messages_size(messages: list[Message]) -> int:
+    """Bytes parsed messages occupy (decoders that parse at once keep these)."""
     size = 0
     for message in messages:
-        size += len(message.text or "") + 64
+        size += MESSAGE_OVERHEAD + held_size(message.text)
         for call in message.tool_calls:
-            size += len(call.name) + (
-                len(call.arguments) if isinstance(call.arguments, str) else 64
-            )
-        if message.tool_response is not None:
-            response = message.tool_response
-            size += len(response) if isinstance(response, str) else 64
+            size += TOOL_OVERHEAD + held_size(call.id) + held_size(call.arguments)
+        size += held_size(message.tool_response)
     return size
 
 
@@ -210,6 +231,7 @@ def tool_execution(
     error: str | None,
 ) -> Observation:
     """A span that ran a tool: what it was asked and what it returned (JSON strings parsed)."""
+    arguments = maybe_json(arguments)
     result = maybe_json(result)
     return Observation(
         kind=ObservationKind.TOOL_EXECUTION,
@@ -219,7 +241,11 @@ def tool_execution(
         start_ns=span.start_ns,
         end_ns=span.end_ns,
         tool=ToolExecution(
-            call_id=call_id, name=name, arguments=maybe_json(arguments), result=result, error=error
+            call_id=call_id, name=name, arguments=arguments, result=result, error=error
         ),
-        size_bytes=256 + (len(result) if isinstance(result, str) else 0),
+        size_bytes=OBSERVATION_OVERHEAD
+        + TOOL_OVERHEAD
+        + held_size(call_id)
+        + held_size(arguments)
+        + held_size(result),
     )

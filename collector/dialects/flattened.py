@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
-from turnwatch.collector.dialects.base import maybe_json, split_system
-from turnwatch.collector.records import Message, Observation, ObservationKind, SpanView
+from turnwatch.collector.dialects.base import (
+    CONTENT_OVERHEAD,
+    OBSERVATION_OVERHEAD,
+    held_size,
+    maybe_json,
+    split_system,
+)
+from turnwatch.collector.records import (
+    DeferredContent,
+    Message,
+    Observation,
+    ObservationKind,
+    SpanView,
+)
 
 MessageParser = Callable[[list[dict[str, Any]], frozenset[str], list[str]], list[Message]]
 
@@ -32,31 +45,124 @@ def has_prefix(attributes: dict[str, Any], *prefixes: str) -> bool:
     return any(key.startswith(prefixes) for key in attributes)
 
 
-def prefixed_size(attributes: dict[str, Any], prefixes: tuple[str, ...]) -> int:
-    """Bytes of message content under the given prefixes, without parsing it."""
-    return sum(
-        len(value) if isinstance(value, str) else 16
-        for key, value in attributes.items()
-        if key.startswith(prefixes)
-    )
+class FlattenedContent(DeferredContent):
+    """A flattened model call's message attributes (only those), parsed at assembly.
+
+    Resent history: a call whose input attributes include every input attribute of the previous
+    call, unchanged, and adds only messages at higher indexes keeps just those; the whole input
+    parses to the previous call's messages followed by theirs.
+    """
+
+    def __init__(
+        self,
+        channel: str,
+        parse: MessageParser,
+        markers: frozenset[str],
+        input_prefix: str,
+        output_prefix: str,
+        inputs: dict[str, Any],
+        outputs: dict[str, Any],
+    ) -> None:
+        self.channel = channel
+        self.parse = parse
+        self.markers = markers
+        self.input_prefix = input_prefix
+        self.output_prefix = output_prefix
+        self.inputs = inputs
+        self.outputs = outputs
+        self.previous: FlattenedContent | None = None
+        self.count = -1  # memo: 1 + the highest message index of the whole input
+        # The input is measured in drop_known: a call that extends the previous one adds only
+        # the size of what it adds, instead of walking every message attribute again.
+        self.history_bytes = -1
+        self.held_bytes = CONTENT_OVERHEAD + held_size(outputs)
+
+    def history(self) -> object:
+        return self.inputs
+
+    def message_count(self) -> int:
+        if self.count < 0:
+            self.count = (
+                max([_index(key, self.input_prefix) for key in self.inputs], default=-1) + 1
+            )
+        return self.count
+
+    def drop_known(self, previous: DeferredContent | None, history: object) -> bool:
+        rest = self._rest(previous, history)
+        if rest is None or not isinstance(previous, FlattenedContent):
+            self.history_bytes = held_size(self.inputs)
+            self.held_bytes += self.history_bytes
+            return False
+        rest_bytes = held_size(rest)
+        whole = previous.history_bytes
+        if whole < 0 or not isinstance(history, dict):
+            self.history_bytes = held_size(self.inputs)
+        else:  # the previous whole input, with the new attributes in a larger dict
+            self.history_bytes = (
+                whole + rest_bytes + sys.getsizeof(self.inputs) - sys.getsizeof(history)
+            )
+        self.held_bytes += rest_bytes
+        self.inputs, self.previous = rest, previous
+        return True
+
+    def _rest(self, previous: DeferredContent | None, history: object) -> dict[str, Any] | None:
+        """The input attributes of messages after the previous call's, or None when this input
+        does not extend the previous one."""
+        if not isinstance(previous, FlattenedContent) or not isinstance(history, dict):
+            return None
+        new = self.inputs
+        if len(new) < len(history) or not history.items() <= new.items():
+            return None
+        known = previous.message_count()
+        count = known
+        rest: dict[str, Any] = {}
+        for key in new.keys() - history.keys():
+            index = _index(key, self.input_prefix)
+            if index < known:
+                # An attribute added to a message the previous call already sent, or one that
+                # names no message: not an extension.
+                return None
+            rest[key] = new[key]
+            count = max(count, index + 1)
+        if not rest:  # the same input again (a retry): nothing to extend
+            return None
+        self.count = count
+        return rest
+
+    def fill(self, call: Observation) -> bool:
+        reasons = call.incomplete_reasons
+        inputs = self.parse(indexed(self.inputs, self.input_prefix), self.markers, reasons)
+        call.outputs = self.parse(indexed(self.outputs, self.output_prefix), self.markers, reasons)
+        call.inputs, call.system_instructions = split_system(inputs)
+        return self.previous is not None
 
 
-def deferred_messages(
+def _index(key: str, prefix: str) -> int:
+    """The message index of `prefix.{i}.rest`, or -1."""
+    index_text, _, rest = key[len(prefix) + 1 :].partition(".")
+    if index_text.isascii() and index_text.isdecimal() and rest:
+        return int(index_text)
+    return -1
+
+
+def flattened_content(
+    channel: str,
     parse: MessageParser,
     input_prefix: str,
     output_prefix: str,
     attributes: dict[str, Any],
     markers: frozenset[str],
-) -> Callable[[Observation], None]:
-    """The content of a flattened model call, parsed when its session is assembled."""
-
-    def fill(call: Observation) -> None:
-        reasons = call.incomplete_reasons
-        inputs = parse(indexed(attributes, input_prefix), markers, reasons)
-        call.outputs = parse(indexed(attributes, output_prefix), markers, reasons)
-        call.inputs, call.system_instructions = split_system(inputs)
-
-    return fill
+) -> FlattenedContent:
+    """The message attributes of a flattened model call, split from the rest of the span."""
+    input_head, output_head = input_prefix + ".", output_prefix + "."
+    inputs: dict[str, Any] = {}
+    outputs: dict[str, Any] = {}
+    for key, value in attributes.items():
+        if key.startswith(input_head):
+            inputs[key] = value
+        elif key.startswith(output_head):
+            outputs[key] = value
+    return FlattenedContent(channel, parse, markers, input_prefix, output_prefix, inputs, outputs)
 
 
 def tool_result(call_id: Any, text: str | None, redacted: bool, name: Any = None) -> Message:
@@ -80,9 +186,12 @@ def flattened_call(
 ) -> Observation:
     """A model call whose messages are flattened under the (input, output) `prefixes` (each
     ending in "."); `usage` is (provider, model, input tokens, output tokens). Its content is
-    parsed when its session is assembled."""
+    parsed when its session is assembled, and resent history is dropped from it on the
+    dialect's channel."""
     provider, model, input_tokens, output_tokens = usage
-    attributes = span.attributes
+    content = flattened_content(
+        dialect, parse, prefixes[0][:-1], prefixes[1][:-1], span.attributes, markers
+    )
     return Observation(
         kind=ObservationKind.LLM_CALL,
         dialect=dialect,
@@ -95,8 +204,6 @@ def flattened_call(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         incomplete_reasons=["dropped_attributes"] if span.dropped_attributes else [],
-        size_bytes=prefixed_size(attributes, prefixes),
-        deferred_content=deferred_messages(
-            parse, prefixes[0][:-1], prefixes[1][:-1], attributes, markers
-        ),
+        size_bytes=OBSERVATION_OVERHEAD + content.held_bytes,
+        content=content,
     )

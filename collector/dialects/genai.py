@@ -7,15 +7,18 @@ Tool executions are `execute_tool` spans with `gen_ai.tool.*` attributes.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
+import orjson
 from turnwatch.collector.dialects.base import (
+    CONTENT_OVERHEAD,
     INFERENCE_OPERATIONS,
+    OBSERVATION_OVERHEAD,
     LogDecoder,
     SpanDecoder,
     first_int,
     first_str,
+    held_size,
     mark_truncated,
     maybe_json,
     normalise_role,
@@ -27,6 +30,7 @@ from turnwatch.collector.dialects.base import (
 )
 from turnwatch.collector.records import (
     STATUS_ERROR,
+    DeferredContent,
     LogView,
     Message,
     Observation,
@@ -151,33 +155,139 @@ def parse_system_instructions(value: Any, markers: frozenset[str], reasons: list
     return texts
 
 
-def content_size(value: Any) -> int:
-    """Bytes a message attribute will occupy, without parsing it."""
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, list):
-        return 512 * len(value)
-    return 0
+class GenAIContent(DeferredContent):
+    """One call's `gen_ai.input.messages`, output messages and system instructions, unparsed.
 
+    Resent history is recognised on the raw values: a JSON string that starts with the whole
+    previous input but its closing bracket and goes on with a comma, or a structured list that
+    starts with the previous list's elements. Only the rest is kept (`inputs`) and, at assembly,
+    parsed: the previous input was a complete JSON array, so the whole input parses to its
+    messages followed by the rest's. When it was not (a length limit cut it), the whole input is
+    rebuilt from the pieces and parsed as it arrived.
+    """
 
-def _fill_content(attributes: dict[str, Any], markers: frozenset[str], call: Observation) -> None:
-    reasons = call.incomplete_reasons
-    inputs = parse_messages(attributes.get(INPUT_MESSAGES), markers, reasons)
-    outputs = parse_messages(attributes.get(OUTPUT_MESSAGES), markers, reasons)
-    inputs, system = split_system(inputs)
-    system = (
-        parse_system_instructions(attributes.get(SYSTEM_INSTRUCTIONS), markers, reasons) + system
-    )
-    finish_reasons = attributes.get("gen_ai.response.finish_reasons")
-    if isinstance(finish_reasons, list) and outputs and not outputs[0].finish_reason:
-        outputs[0].finish_reason = str(finish_reasons[0]) if finish_reasons else None
-    call.inputs, call.outputs, call.system_instructions = inputs, outputs, system
+    def __init__(
+        self,
+        channel: str,
+        markers: frozenset[str],
+        inputs: Any,
+        outputs: Any,
+        system: Any,
+        finish_reasons: Any,
+    ) -> None:
+        self.channel = channel
+        self.markers = markers
+        self.inputs = inputs
+        self.outputs = outputs
+        self.system = system
+        self.finish_reasons = finish_reasons
+        self.previous: GenAIContent | None = None
+        self.whole_is_array = -1  # memo: does the whole input parse as a complete JSON array?
+        self.history_bytes = held_size(inputs)
+        self.held_bytes = (
+            CONTENT_OVERHEAD
+            + self.history_bytes
+            + held_size(outputs)
+            + held_size(system)
+            + held_size(finish_reasons)
+        )
+
+    def history(self) -> object:
+        return self.inputs if isinstance(self.inputs, str | list) else None
+
+    def drop_known(self, previous: DeferredContent | None, history: object) -> bool:
+        if not isinstance(previous, GenAIContent):
+            return False
+        new = self.inputs
+        rest: str | list[Any]
+        if isinstance(new, str) and isinstance(history, str):
+            end = len(history) - 1
+            if end < 1 or history[end] != "]" or len(new) <= end:
+                return False
+            if not new.startswith(history[:end]):
+                return False
+            rest = new[end:]
+            if rest.lstrip()[:1] != ",":
+                return False
+        elif isinstance(new, list) and isinstance(history, list):
+            if len(new) <= len(history) or new[: len(history)] != history:
+                return False
+            rest = new[len(history) :]
+        else:
+            return False
+        self.held_bytes += held_size(rest) - self.history_bytes
+        self.inputs, self.previous = rest, previous
+        return True
+
+    def whole_input(self) -> Any:
+        """The input as it arrived, rebuilt from the first call's and each later call's rest."""
+        chain: list[GenAIContent] = []
+        link = self
+        while link.previous is not None:
+            chain.append(link)
+            link = link.previous
+        whole = link.inputs
+        for piece in reversed(chain):
+            if isinstance(whole, str) and isinstance(piece.inputs, str):
+                whole = whole[:-1] + piece.inputs
+            elif isinstance(whole, list) and isinstance(piece.inputs, list):
+                whole = whole + piece.inputs
+        return whole
+
+    def _whole_is_array(self) -> bool:
+        if self.whole_is_array < 0:
+            whole = self.whole_input()
+            if isinstance(whole, str):
+                try:
+                    self.whole_is_array = int(isinstance(orjson.loads(whole), list))
+                except orjson.JSONDecodeError:
+                    self.whole_is_array = 0
+            else:
+                self.whole_is_array = int(isinstance(whole, list))
+        return self.whole_is_array == 1
+
+    def _rest(self, reasons: list[str]) -> list[Message] | None:
+        """The messages after the previous call's input, or None when they cannot be parsed
+        apart from it (the previous input or this rest is not a complete array)."""
+        rest = self.inputs
+        previous = self.previous
+        if previous is None:
+            return None
+        if isinstance(rest, list):
+            self.whole_is_array = 1
+            return parse_messages(rest, self.markers, reasons)
+        if not isinstance(rest, str) or not previous._whole_is_array():
+            return None
+        try:
+            value = orjson.loads("[" + rest[rest.index(",") + 1 :])
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(value, list):
+            return None
+        self.whole_is_array = 1
+        return parse_messages(value, self.markers, reasons)
+
+    def fill(self, call: Observation) -> bool:
+        reasons = call.incomplete_reasons
+        inputs = self._rest(reasons)
+        extends = inputs is not None
+        if inputs is None:
+            inputs = parse_messages(self.whole_input(), self.markers, reasons)
+        outputs = parse_messages(self.outputs, self.markers, reasons)
+        inputs, system = split_system(inputs)
+        system = parse_system_instructions(self.system, self.markers, reasons) + system
+        finish_reasons = self.finish_reasons
+        if isinstance(finish_reasons, list) and outputs and not outputs[0].finish_reason:
+            outputs[0].finish_reason = str(finish_reasons[0]) if finish_reasons else None
+        call.inputs, call.outputs, call.system_instructions = inputs, outputs, system
+        return extends
 
 
 def llm_call(
     attributes: dict[str, Any],
     markers: frozenset[str],
     dialect: str,
+    channel: str,
     trace_id: str,
     span_id: str,
     start_ns: int,
@@ -194,12 +304,16 @@ def llm_call(
     call.output_tokens = first_int(
         attributes, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"
     )
-    call.size_bytes = (
-        content_size(attributes.get(INPUT_MESSAGES))
-        + content_size(attributes.get(OUTPUT_MESSAGES))
-        + content_size(attributes.get(SYSTEM_INSTRUCTIONS))
+    content = GenAIContent(
+        channel,
+        markers,
+        attributes.get(INPUT_MESSAGES),
+        attributes.get(OUTPUT_MESSAGES),
+        attributes.get(SYSTEM_INSTRUCTIONS),
+        attributes.get("gen_ai.response.finish_reasons"),
     )
-    call.deferred_content = partial(_fill_content, attributes, markers)
+    call.content = content
+    call.size_bytes = OBSERVATION_OVERHEAD + content.held_bytes
     return call
 
 
@@ -235,16 +349,18 @@ class GenAISpanDecoder(SpanDecoder):
             or any(event.name.startswith("gen_ai.") for event in span.events)
         ):
             return None
+        agent_level = operation == "invoke_agent"
         observation = llm_call(
             attributes,
             self.markers,
             self.name,
+            "genai.agent" if agent_level else "genai.span",
             span.trace_id,
             span.span_id,
             span.start_ns,
             span.end_ns,
         )
-        observation.agent_level = operation == "invoke_agent"
+        observation.agent_level = agent_level
         return observation
 
 
@@ -261,6 +377,7 @@ class GenAIDetailsEventDecoder(LogDecoder):
             record.attributes,
             self.markers,
             self.name,
+            "genai.details",
             record.trace_id,
             record.span_id,
             record.time_ns,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from turnwatch.collector.dialects.base import (
+    OBSERVATION_OVERHEAD,
     LogDecoder,
     SpanDecoder,
     first_int,
@@ -169,7 +170,7 @@ class GenAISpanEventDecoder(SpanDecoder):
                 attributes, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"
             ),
             incomplete_reasons=reasons,
-            size_bytes=messages_size(inputs) + messages_size(outputs),
+            size_bytes=OBSERVATION_OVERHEAD + messages_size(inputs) + messages_size(outputs),
         )
 
 
@@ -201,5 +202,5 @@ class GenAIMessageEventLogDecoder(LogDecoder):
             system_instructions=system,
             provider=first_str(record.attributes, "gen_ai.provider.name", "gen_ai.system"),
             incomplete_reasons=_reasons(truncated, _lacks_content(body)),
-            size_bytes=messages_size([message]),
+            size_bytes=OBSERVATION_OVERHEAD + messages_size([message]),
         )

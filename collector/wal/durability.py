@@ -16,7 +16,9 @@ At start, replay reads the done marks, then feeds every request frame left, in o
 decoders and the pipeline: open and closed-but-unpublished sessions come back. A rebuilt session
 whose spans all lie within done marks of its key (the same frames, the same item ranges) was on
 the bus before: it is dropped silently (counted), never published twice. One that mixes done and
-new spans is published as a revision after the last done one.
+new spans is published as a revision after the last done one (replay moves the revision clock
+past every done mark's revision), marked truncated when it is the first revision of its key this
+run closes: the earlier revisions' frames may be trimmed, so their turns may be missing.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 from turnwatch.collector.deid.secret import derive_key
-from turnwatch.collector.otlp_common import DecodeLimits, Undecodable
+from turnwatch.collector.otlp_common import DecodeLimits, TooLarge, Undecodable
 from turnwatch.collector.wal.commit import Committer
 from turnwatch.collector.wal.config import WalConfig
 from turnwatch.collector.wal.metrics import WalMetrics
@@ -43,6 +45,7 @@ from turnwatch.collector.wal.segments import (
     WalFull,
     WalWriteFailed,
 )
+from turnwatch.collector.wal.sources import Sources
 
 if TYPE_CHECKING:
     from prometheus_client import Counter
@@ -50,9 +53,6 @@ if TYPE_CHECKING:
     from turnwatch.collector.sessionizer import OpenSession
 
 log = logging.getLogger("turnwatch.collector.wal")
-
-Sources = dict[int, list[int]]
-"""Frame sequence number -> [first, last] index of the items a session took from that frame."""
 
 KEY_PURPOSE = "turnwatch.collector.wal"
 DONE_KINDS = frozenset({Kind.DONE})
@@ -85,6 +85,8 @@ class DoneMarks:
 
     ranges: dict[str, dict[int, list[tuple[int, int]]]] = field(default_factory=dict)
     revisions: dict[str, int] = field(default_factory=dict)
+    closed: set[str] = field(default_factory=set)
+    """Keys with done marks that this run has closed a revision of."""
 
     def add(self, payload: bytes) -> None:
         mark = orjson.loads(payload)
@@ -105,9 +107,22 @@ class DoneMarks:
                 return False
         return True
 
+    def closing(self, key: str) -> bool:
+        """A revision of `key` closes: True when done marks name the key and this is the
+        first revision of it this run closes."""
+        if key not in self.revisions or key in self.closed:
+            return False
+        self.closed.add(key)
+        return True
+
+    @property
+    def last_revision(self) -> int:
+        return max(self.revisions.values(), default=0)
+
     def clear(self) -> None:
         self.ranges.clear()
         self.revisions.clear()
+        self.closed.clear()
 
 
 class Durability:
@@ -163,13 +178,13 @@ class Durability:
     def claim(self, state: OpenSession) -> Claim | None:
         """Take a closing session's sources; None when an earlier run already sent all of it."""
         sources, state.sources = state.sources, {}
+        first_since_restart = self.done.closing(state.key)
         if self.done.cover(state.key, sources):
             self.metrics.replay_skipped.inc()
             return None
-        last_done = self.done.revisions.get(state.key)
-        if last_done is not None and state.revision <= last_done:
-            # Its earlier revisions went out before the restart and their frames are gone.
-            state.revision = last_done + 1
+        if first_since_restart:
+            # Its earlier revisions went out before the restart, and this run rebuilt it without
+            # closing them first: their turns are not all in it.
             state.head_emitted = True
         claim = Claim(state.key, state.revision, sources, self)
         self._claims[id(claim)] = claim
@@ -259,9 +274,13 @@ class Durability:
         self.committer.start()
 
     async def replay(
-        self, pipeline: CollectorPipeline, limits: DecodeLimits, busy: Callable[[], bool]
+        self,
+        pipeline: CollectorPipeline,
+        limits_for: Callable[[str], DecodeLimits],
+        busy: Callable[[], bool],
     ) -> int:
         """Rebuild the sessions an earlier run left; return the request frames replayed.
+        `limits_for` gives the receivers' decoding caps of a signal (traces or logs).
 
         Runs before the receivers start; yields to the event loop between frames (the ops
         endpoints keep answering) and waits while the next stage is `busy` (a full handoff
@@ -275,10 +294,14 @@ class Durability:
                 for frame in self.log.frames(segment, DONE_KINDS):
                     self.done.add(frame.payload)
                     self.metrics.replayed.labels("done").inc()
+            # Revisions this run gives come after every one that went out before the restart,
+            # even when the wall clock stepped back across it.
+            revisions = pipeline.sessionizer.revisions
+            revisions.last = max(revisions.last, self.done.last_revision)
             replayed = 0
             for segment in segments:
                 for frame in self.log.frames(segment, REQUEST_KINDS):
-                    self._feed(pipeline, frame.kind, frame.payload, frame.seq, limits)
+                    self._feed(pipeline, frame.kind, frame.payload, frame.seq, limits_for)
                     self.metrics.replayed.labels("request").inc()
                     replayed += 1
                     await asyncio.sleep(0)
@@ -294,16 +317,22 @@ class Durability:
         return replayed
 
     def _feed(
-        self, pipeline: CollectorPipeline, kind: Kind, body: bytes, seq: int, limits: DecodeLimits
+        self,
+        pipeline: CollectorPipeline,
+        kind: Kind,
+        body: bytes,
+        seq: int,
+        limits_for: Callable[[str], DecodeLimits],
     ) -> None:
+        traces = kind in TRACE_KINDS
         try:
-            result = DECODERS[kind](body, limits)
-        except (Undecodable, RecursionError, UnicodeDecodeError, ValueError, TypeError):
+            result = DECODERS[kind](body, limits_for("traces" if traces else "logs"))
+        except (Undecodable, TooLarge, RecursionError, UnicodeDecodeError, ValueError, TypeError):
             # It decoded when it arrived: a changed limit can refuse it now. Counted, skipped.
             log.warning("write-ahead log request no longer decodes", extra={"seq": seq})
             self.metrics.replayed.labels("undecodable").inc()
             return
-        if kind in TRACE_KINDS:
+        if traces:
             pipeline.accept_spans(result.items, seq)
         else:
             pipeline.accept_logs(result.items, seq)

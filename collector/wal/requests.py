@@ -8,14 +8,11 @@ serialised form of every collector record and cost more CPU per span than writin
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from turnwatch.collector import otlp_json, otlp_proto
-from turnwatch.collector.otlp_common import DecodeLimits, DecodeResult
+from turnwatch.collector.otlp_common import Decoder
 from turnwatch.collector.wal.segments import Kind
-
-Decoder = Callable[[bytes, DecodeLimits], DecodeResult]
 
 DECODERS: dict[Kind, Decoder] = {
     Kind.TRACES_PROTOBUF: otlp_proto.decode_traces,

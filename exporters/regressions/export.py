@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from turnwatch.exporters.regressions.model import Case
+from turnwatch.scorers.contract_sections import SuccessEvidence
 
 from turnwatch.schema import Role
 
@@ -28,8 +29,8 @@ def _expected_outcome(case: Case) -> str:
     parts = []
     success = case.success.get("any_of") or []
     if success:
-        tools = " or ".join(item["tool"] for item in success)
-        parts.append(f"the task completes through {tools} meeting its success condition")
+        evidence = " or ".join(SuccessEvidence.model_validate(item).describe() for item in success)
+        parts.append(f"the task completed, shown by {evidence}")
     else:
         parts.append("the user's task completes or is handed to a human")
     if case.forbidden_actions:

@@ -2,6 +2,10 @@
 
 Newest first: ordered by (last_seen, id) descending. The cursor is the (last_seen, id) of the
 last item returned, so a page boundary stays put when new cases arrive while a client pages.
+A cursor comes back from the client, so it is read strictly: url-safe base64 of at most
+MAX_CURSOR_CHARS characters, holding exactly a JSON list of a time with its UTC offset and a
+case id; anything else is BadCursor (400), never an exception from deep inside the JSON parser
+(a cursor of nested brackets raised RecursionError, a 500).
 """
 
 from __future__ import annotations
@@ -9,10 +13,15 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
 from turnwatch.exporters.regressions.model import CaseSummary, iso
+from turnwatch.exporters.regressions.store import _valid_id as valid_case_id
+
+MAX_CURSOR_CHARS = 200
+_CURSOR = re.compile(r"[A-Za-z0-9_-]+")
 
 
 class BadCursor(ValueError):
@@ -56,12 +65,26 @@ def encode_cursor(item: CaseSummary) -> str:
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    if len(cursor) > MAX_CURSOR_CHARS or _CURSOR.fullmatch(cursor) is None:
+        raise BadCursor("invalid cursor")
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        last_seen, case_id = json.loads(raw)
-        return datetime.fromisoformat(last_seen), str(case_id)
-    except (binascii.Error, ValueError, TypeError) as exc:
+        decoded = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (binascii.Error, ValueError, RecursionError) as exc:
         raise BadCursor("invalid cursor") from exc
+    if not (
+        isinstance(decoded, list)
+        and len(decoded) == 2
+        and all(isinstance(part, str) for part in decoded)
+        and valid_case_id(decoded[1])
+    ):
+        raise BadCursor("invalid cursor")
+    try:
+        last_seen = datetime.fromisoformat(decoded[0])
+    except ValueError as exc:
+        raise BadCursor("invalid cursor") from exc
+    if last_seen.utcoffset() is None:
+        raise BadCursor("invalid cursor")
+    return last_seen, decoded[1]
 
 
 def paginate(

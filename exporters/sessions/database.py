@@ -21,9 +21,10 @@ Row = tuple[Any, ...]
 Params = Mapping[str, Any]
 
 SCHEMA = """
+-- Revisions are the close time in ms times 1024 (about 1.8e15): 64-bit columns.
 CREATE TABLE IF NOT EXISTS sessions (
     session_id TEXT NOT NULL,
-    revision INTEGER NOT NULL,
+    revision BIGINT NOT NULL,
     service TEXT NOT NULL,
     service_version TEXT,
     stored_at {real} NOT NULL,
@@ -44,7 +45,7 @@ CREATE INDEX IF NOT EXISTS sessions_by_time ON sessions (ended_at);
 CREATE INDEX IF NOT EXISTS sessions_by_stored ON sessions (reviewed, stored_at);
 CREATE TABLE IF NOT EXISTS session_tags (
     session_id TEXT NOT NULL,
-    revision INTEGER NOT NULL,
+    revision BIGINT NOT NULL,
     kind TEXT NOT NULL,
     value TEXT NOT NULL,
     PRIMARY KEY (session_id, revision, kind, value)
@@ -52,7 +53,7 @@ CREATE TABLE IF NOT EXISTS session_tags (
 CREATE INDEX IF NOT EXISTS tags_by_value ON session_tags (kind, value);
 CREATE TABLE IF NOT EXISTS judge_scores (
     session_id TEXT NOT NULL,
-    revision INTEGER NOT NULL,
+    revision BIGINT NOT NULL,
     judge TEXT NOT NULL,
     metric TEXT NOT NULL,
     value {real},
@@ -61,7 +62,7 @@ CREATE TABLE IF NOT EXISTS judge_scores (
 );
 CREATE TABLE IF NOT EXISTS reviews (
     session_id TEXT NOT NULL,
-    revision INTEGER NOT NULL,
+    revision BIGINT NOT NULL,
     reviewer TEXT NOT NULL,
     reviewed_at {real} NOT NULL,
     review_blob {blob} NOT NULL,

@@ -9,7 +9,17 @@ earlier one in this list is named as the first broken transition.
 
 from __future__ import annotations
 
-from turnwatch.scorers.checks import authority, budgets, facts, outcome, progress, recovery, tools
+from turnwatch.scorers.checks import (
+    approval,
+    authority,
+    budgets,
+    facts,
+    outcome,
+    persona,
+    progress,
+    recovery,
+    tools,
+)
 from turnwatch.scorers.checks.disclosure import CrossUserDisclosure, OwnerIndex
 from turnwatch.scorers.config import ScorerConfig
 from turnwatch.scorers.scorer import ScorerSpec
@@ -26,13 +36,14 @@ def catalogue(index: OwnerIndex) -> list[ScorerSpec]:
         ScorerSpec(
             "forbidden_action", authority.forbidden_action, Level.TRAJECTORY, needs_contract=True
         ),
-        ScorerSpec("approval", authority.approval, Level.TRAJECTORY, needs_contract=True),
+        ScorerSpec("approval", approval.approval, Level.TRAJECTORY, needs_contract=True),
         ScorerSpec(
             "required_facts", authority.required_facts, Level.TRAJECTORY, needs_contract=True
         ),
         ScorerSpec("cross_user_disclosure", CrossUserDisclosure(index), Level.TURN),
         ScorerSpec("tool_error_recovery", recovery.tool_error_recovery, Level.TRAJECTORY),
         ScorerSpec("final_state", outcome.final_state, Level.SESSION, needs_contract=True),
+        ScorerSpec("role_adherence", persona.role_adherence, Level.TURN, needs_contract=True),
         ScorerSpec("near_duplicates", progress.near_duplicates, Level.TRAJECTORY),
         ScorerSpec("clarifications", progress.clarifications, Level.TRAJECTORY),
         ScorerSpec("tool_loop", progress.tool_loop, Level.TRAJECTORY),

@@ -2,59 +2,73 @@
 
 from __future__ import annotations
 
-import json
-import re
 from collections import deque
-from itertools import pairwise
 
 from turnwatch.scorers.checks.facts import timeline
-from turnwatch.scorers.phrases import CLOSING, asking_sentences
+from turnwatch.scorers.checks.slots import any_values
+from turnwatch.scorers.phrases import CLOSING, REPEAT_REQUEST, asking_sentences
 from turnwatch.scorers.scorer import Context, Draft, Result, call_evidence, counted
+from turnwatch.scorers.sentences import word_runs, words
 from turnwatch.scorers.transcript import Call
 
 from turnwatch.schema import Role
 from turnwatch.scores import Evidence, Severity
-from turnwatch.tokens import TOKEN
 
-_WORD = re.compile(rf"{TOKEN.pattern}|\w+")
 _MIN_WORDS = 4
 
 
-def _shingles(text: str) -> frozenset[tuple[str, str]]:
-    words = [match.group(0).casefold() for match in _WORD.finditer(text)]
-    if len(words) < _MIN_WORDS:
+def _shingles(text: str) -> frozenset[tuple[str, ...]]:
+    if len(words(text)) < _MIN_WORDS:
         return frozenset()
-    return frozenset(pairwise(words))
+    return frozenset(word_runs(text, 2))
 
 
 def near_duplicates(ctx: Context) -> Result:
-    """An assistant text nearly identical to one of the last few (word-bigram Jaccard)."""
-    window: deque[tuple[int, frozenset[tuple[str, str]]]] = deque(
+    """An assistant text that repeats one of the last few without adding anything: most of its
+    word bigrams are in the earlier one (or the earlier one's in it: a trimmed repeat), and it
+    states no value (token, number) the earlier one lacked. A repeat the user asked for is
+    none, nor is one reporting a tool call made since the earlier text: the assistant looked
+    again ("can you check once more?") and the same answer is what it found."""
+    window: deque[tuple[int, frozenset[tuple[str, ...]], set[str], int]] = deque(
         maxlen=ctx.config.near_duplicate_window
     )
     threshold = ctx.config.near_duplicate_similarity
+    asked_again = False
+    calls = 0
     drafts = []
-    for turn in ctx.transcript.texts(Role.ASSISTANT):
+    for turn in ctx.transcript.turns:
+        calls += len(turn.tool_calls)
+        if not turn.text:
+            continue
+        if turn.role is Role.USER:
+            asked_again = REPEAT_REQUEST.search(turn.text) is not None
+            continue
+        if turn.role is not Role.ASSISTANT:
+            continue
         shingles = _shingles(turn.text)
-        if shingles:
-            for earlier_index, earlier in window:
-                overlap = len(shingles & earlier) / len(shingles | earlier)
-                if overlap >= threshold:
-                    drafts.append(
-                        Draft(
-                            turn.index,
-                            f"repeats assistant turn {earlier_index} "
-                            f"(similarity {overlap:.2f}) without progress",
-                            Severity.WARNING,
-                            Evidence(
-                                related_turn_index=earlier_index,
-                                measured=round(overlap, 4),
-                                limit=threshold,
-                            ),
-                        )
+        if not shingles:
+            continue
+        values = any_values(turn.text)
+        for earlier_index, earlier, earlier_values, calls_then in window:
+            overlap = len(shingles & earlier) / min(len(shingles), len(earlier))
+            excused = asked_again or calls > calls_then
+            if overlap >= threshold and values <= earlier_values and not excused:
+                drafts.append(
+                    Draft(
+                        turn.index,
+                        f"repeats assistant turn {earlier_index} "
+                        f"(similarity {overlap:.2f}) without progress",
+                        Severity.WARNING,
+                        Evidence(
+                            related_turn_index=earlier_index,
+                            measured=round(overlap, 4),
+                            limit=threshold,
+                        ),
                     )
-                    break
-            window.append((turn.index, shingles))
+                )
+                break
+        window.append((turn.index, shingles, values, calls))
+        asked_again = False
     return counted(drafts)
 
 
@@ -93,25 +107,55 @@ def clarifications(ctx: Context) -> Result:
     return counted(drafts)
 
 
-def _signature(call: Call) -> str:
-    return call.name + "\x00" + json.dumps(call.call.arguments, sort_keys=True, default=str)
-
-
 def tool_loop(ctx: Context) -> Result:
-    """A run of identical calls (same tool, same arguments) at least `tool_loop_length` long."""
+    """Identical calls in a row with nothing from the user between them. A call repeating one
+    that failed is a retry, allowed up to the retry budget (`budgets.max_retries`, default
+    `scorers.max_retries`); `tool_loop_length` identical calls after one that worked are a
+    loop."""
     length = ctx.config.tool_loop_length
+    budget = ctx.config.max_retries
+    if ctx.contract is not None and ctx.contract.budgets.max_retries is not None:
+        budget = ctx.contract.budgets.max_retries
     drafts = []
-    previous, run = None, 0
-    for call in ctx.transcript.calls:
-        signature = _signature(call)
-        run = run + 1 if signature == previous else 1
-        previous = signature
-        if run == length:
-            drafts.append(
-                Draft(
-                    call.turn_index,
-                    f"{call.name} called {length} times in a row with identical arguments",
-                    evidence=call_evidence(call),
+    previous: Call | None = None
+    retries = repeats = 0
+    flagged = False
+    for event in ctx.transcript.events:
+        call = event.call
+        if call is None:
+            if event.turn.role is Role.USER:
+                previous = None  # a new request: calling again is not a loop
+            continue
+        if previous is None or call.signature != previous.signature:
+            retries, repeats, flagged = 0, 1 if not call.failed else 0, False
+        elif previous.failed:
+            retries += 1
+            repeats += 0 if call.failed else 1
+            if retries > budget and not flagged:
+                flagged = True
+                drafts.append(
+                    _loop(call, f"retried {retries} times", "budgets.max_retries", retries, budget)
                 )
-            )
+        else:
+            repeats += 1
+            if repeats >= length and not flagged:
+                flagged = True
+                drafts.append(
+                    _loop(
+                        call,
+                        f"called {repeats} times in a row with identical arguments after it worked",
+                        None,
+                        repeats,
+                        length,
+                    )
+                )
+        previous = call
     return counted(drafts)
+
+
+def _loop(call: Call, what: str, rule: str | None, measured: int, limit: int) -> Draft:
+    return Draft(
+        call.turn_index,
+        f"{call.name} {what}",
+        evidence=call_evidence(call, rule, measured=measured, limit=limit),
+    )

@@ -32,7 +32,7 @@ REASONS = {
     "timeout": "the judge endpoint timed out",
     "endpoint_error": "the judge endpoint failed",
     "bad_response": "the judge endpoint sent an unreadable response",
-    "heuristic_unsupported": "the built-in heuristic judge cannot evaluate this metric",
+    "needs_judge_endpoint": "needs a judge endpoint",
     "non_finite": "the judge answered a number that is not finite",
     "deadline": "the judge endpoint answered too slowly (request deadline)",
     "incomplete_verdict": "the judge left out verdicts it was asked for",

@@ -7,7 +7,6 @@ Score = satisfied intentions / intentions.
 
 from __future__ import annotations
 
-from turnwatch.scorers.judge import heuristic
 from turnwatch.scorers.judge.base import Inputs
 from turnwatch.scorers.judge.prompt import load
 from turnwatch.scorers.judge.schemas import Intentions, SatisfactionVerdicts
@@ -35,7 +34,6 @@ async def conversation_completeness(inputs: Inputs) -> Result:
             values={"turns": user_text, "max": str(limit)},
             schema=Intentions,
             data=user_lines,
-            heuristic=heuristic.intentions,
         ),
         usage,
     )
@@ -57,7 +55,6 @@ async def conversation_completeness(inputs: Inputs) -> Result:
             values={"intentions": listed, "transcript": transcript},
             schema=SatisfactionVerdicts,
             data=(intentions, inputs.lines),
-            heuristic=heuristic.satisfaction,
         ),
         usage,
     )

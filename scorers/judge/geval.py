@@ -73,7 +73,7 @@ class GEval:
         """One criterion's score (`geval.<name>`); each criterion is a scorer of its own."""
         judge, usage = inputs.judge, inputs.usage
         if judge.name == "heuristic":
-            return inputs.unscored("heuristic_unsupported")
+            return inputs.unscored("needs_judge_endpoint")
         steps = await self.steps(criterion, judge, usage)
         if isinstance(steps, Unjudged):
             return inputs.unscored(steps.reason)

@@ -9,7 +9,6 @@ Score = relevant windows / judged windows.
 
 from __future__ import annotations
 
-from turnwatch.scorers.judge import heuristic
 from turnwatch.scorers.judge.base import Inputs, ask_all, turn_list
 from turnwatch.scorers.judge.prompt import load
 from turnwatch.scorers.judge.schemas import RelevancyVerdicts
@@ -77,7 +76,6 @@ async def turn_relevancy(inputs: Inputs) -> Result:
             },
             schema=RelevancyVerdicts,
             data=[(number, units[max(0, number - k + 1) : number + 1]) for number in batch],
-            heuristic=heuristic.relevancy,
         )
         for batch in batches(units, chosen, k, config.windows_per_call, budget)
     ]

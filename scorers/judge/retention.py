@@ -9,7 +9,6 @@ Score = replies without attrition / replies verified.
 
 from __future__ import annotations
 
-from turnwatch.scorers.judge import heuristic
 from turnwatch.scorers.judge.base import Inputs, ask_all, turn_list
 from turnwatch.scorers.judge.facts import Fact, extract
 from turnwatch.scorers.judge.prompt import load
@@ -40,7 +39,6 @@ async def _judge_facts(lines: list[Line], judge: Judge, usage: Usage) -> list[Fa
             values={"turns": render([lines[i] for i in group])},
             schema=ExtractedFacts,
             data=[lines[i] for i in group],
-            heuristic=heuristic.facts,
         )
         for group in groups
     ]
@@ -91,7 +89,6 @@ async def knowledge_retention(inputs: Inputs) -> Result:
                 values={"facts": _facts_text(known), "replies": render(batch)},
                 schema=AttritionVerdicts,
                 data=(known, batch),
-                heuristic=heuristic.attrition,
             )
         )
     answers = await ask_all(judge, tasks, usage)

@@ -59,7 +59,7 @@ async def role_adherence(inputs: Inputs) -> Result:
             prompt=prompt,
             values={"role": role, "transcript": render(part)},
             schema=RoleVerdicts,
-            data=(role, part),
+            data=(role, part, inputs.session.system_instructions),
             heuristic=heuristic.role,
         )
         for part in parts

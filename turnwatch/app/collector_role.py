@@ -11,6 +11,7 @@ receivers bind their ports, and closes it last.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 
@@ -76,6 +77,7 @@ class CollectorRole:
         self._server: Server | None = None
         self._serving: asyncio.Task[None] | None = None
         self._grpc_server: object | None = None
+        self._receiver: Receiver | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
     def readiness(self) -> dict[str, ReadinessCheck]:
@@ -99,14 +101,16 @@ class CollectorRole:
         return self._server is not None and bool(self._server.started)
 
     async def start(self, ports: Ports) -> None:
-        receiver = Receiver(self.otlp, self.pipeline, self.pipeline.metrics)
+        receiver = self._receiver = Receiver(self.otlp, self.pipeline, self.pipeline.metrics)
         self._tasks = [asyncio.create_task(self.handoff.run(), name="handoff")]
         if self.wal is not None:
             self.wal.start()
-            await self.wal.replay(self.pipeline, receiver.limits, self.handoff.overloaded)
+            await self.wal.replay(self.pipeline, receiver.limits_for, self.handoff.overloaded)
         sock = bind(self.otlp.host, self.otlp.http_port)
         ports.otlp_http = sock.getsockname()[1]
-        self._server = http_server(create_otlp_app(receiver))
+        self._server = http_server(
+            create_otlp_app(receiver), self.otlp, functools.partial(receiver.reject, "http")
+        )
         if self.otlp.grpc_enabled:
             grpc_server, ports.otlp_grpc = create_grpc_server(
                 receiver, self.otlp.host, self.otlp.grpc_port
@@ -123,6 +127,8 @@ class CollectorRole:
         if self._server is not None and self._serving is not None:
             self._server.should_exit = True
             await self._serving
+        if self._receiver is not None:
+            self._receiver.close()
         self.pipeline.close_all()
         await self._drain()
         for task in self._tasks:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from prometheus_client import CollectorRegistry
 
 from turnwatch.app.context import ServiceContext
-from turnwatch.app.http import Ports, Server, bind, http_server
+from turnwatch.app.http import OpsRejections, Ports, Server, bind, fit_connections, http_server
 from turnwatch.app.roles import Consumer, Role, Roles, build_roles
 from turnwatch.app.settings import Settings
 from turnwatch.bus.base import Bus
@@ -79,7 +79,7 @@ async def run(
     """Run the roles `compose` builds until `stop` is set; drain on the way out; return how
     many accepted sessions (and embedded bus records) the shutdown dropped."""
     tune_garbage_collector()
-    context = ServiceContext(settings)
+    context = ServiceContext(fit_connections(settings))
     roles = compose(context)
     if roles.consumers:
         bus = context.bus()
@@ -141,7 +141,7 @@ class _Running:
         for consumer in self.roles.consumers:
             if consumer.mount is not None:
                 consumer.mount(app)
-        self.ops_server = http_server(app)
+        self.ops_server = http_server(app, ops, OpsRejections(self.context.registry))
         self.ops_task = asyncio.create_task(self.ops_server.serve(sockets=[sock]), name="ops")
 
     def _consume(self, bus: Bus, role: Consumer) -> asyncio.Task[None]:

@@ -37,15 +37,22 @@ from turnwatch.exporters.regressions.config import RegressionConfig
 from turnwatch.exporters.sessions.config import CalibrationConfig, SessionStoreConfig
 from turnwatch.scorers.config import ScorerConfig
 from turnwatch.section import Section
+from turnwatch.serving import ConnectionLimits
 
 
 class ConfigError(Exception):
     """The configuration is invalid; the message names the offending field."""
 
 
-class OpsConfig(Section):
+class OpsConfig(ConnectionLimits):
     host: str = "127.0.0.1"
     port: int = Field(default=9464, ge=0, le=65535)
+    max_connections: int = Field(
+        default=64,
+        ge=1,
+        description="Open connections; each carries one request at a time, so this also caps "
+        "concurrent requests. Lowered at start to fit the file-descriptor limit.",
+    )
 
 
 class LogConfig(Section):

@@ -23,6 +23,7 @@ from benchmarks.corpus.domains.common import (
     email_fact,
     item_fact,
     lookup_tool,
+    one_of,
     phone_fact,
     reads,
     standard_contract,
@@ -143,14 +144,28 @@ CONTRACT = standard_contract(
             "Read the card's authorisation log.", card_last4={"type": "integer"}
         ),
         "dispute_transaction": confirmed(
-            "Open a dispute for a card transaction.", iban=STRING, merchant=STRING, amount=STRING
+            "Open a dispute for a card transaction.",
+            ["dispute", "challenge"],
+            iban=STRING,
+            merchant=STRING,
+            amount=STRING,
         ),
-        "freeze_card": confirmed("Temporarily freeze a card.", card_last4={"type": "integer"}),
+        "freeze_card": confirmed(
+            "Temporarily freeze a card.",
+            ["freeze", "frozen", "lock", "block"],
+            card_last4={"type": "integer"},
+        ),
         "cancel_card": confirmed(
-            "Cancel a card permanently and order a replacement.", card_last4={"type": "integer"}
+            "Cancel a card permanently and order a replacement.",
+            ["cancel"],
+            card_last4={"type": "integer"},
         ),
         "make_transfer": confirmed(
-            "Send money to a saved payee.", iban=STRING, payee=STRING, amount=AMOUNT
+            "Send money to a saved payee.",
+            ["transfer", "send", "pay", "payment"],
+            iban=STRING,
+            payee=STRING,
+            amount=AMOUNT,
         ),
         "run_credit_check": reads(
             "Credit check for a limit increase; the result says pass or fail.",
@@ -186,6 +201,17 @@ CONTRACT = standard_contract(
     item_entity="IBAN_CODE",
     item_tools=["make_transfer", "raise_credit_limit", "dispute_transaction"],
     resolution="record_resolution",
+    owner_fields=["customer_id", "customer_name", "account_holder"],
+    co_owner_fields=["holders.*.customer_id"],
+    identity_tool="verify_customer",
+    alternatives={"check_card_status": ["get_card_events"]},
+    slots={
+        "merchant": {
+            "ask": r"\b(merchant|shop|store|payment (made )?to|name (shows|appears)|charge from)\b",
+            "names": r"\b(merchant|statement|charge from|payment was to)\b",
+            "values": one_of(MERCHANTS),
+        },
+    },
 )
 
 DOMAIN = Domain(

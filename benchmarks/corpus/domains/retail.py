@@ -21,6 +21,7 @@ from benchmarks.corpus.domains.common import (
     email_fact,
     item_fact,
     lookup_tool,
+    one_of,
     phone_fact,
     reads,
     standard_contract,
@@ -131,15 +132,30 @@ CONTRACT = standard_contract(
         ),
         "update_address": confirmed(
             "Change the delivery address of an order not yet shipped.",
+            ["address", "redirect"],
             order_id=STRING,
             address=STRING,
         ),
         "reschedule_delivery": confirmed(
-            "Move the delivery to another day.", order_id=STRING, date=STRING
+            "Move the delivery to another day.",
+            [
+                "reschedule",
+                "delivery day",
+                "delivery date",
+                "move the delivery",
+                "change <DATE_TIME>",
+            ],
+            order_id=STRING,
+            date=STRING,
         ),
-        "cancel_order": confirmed("Cancel an order that has not shipped.", order_id=STRING),
+        "cancel_order": confirmed(
+            "Cancel an order that has not shipped.", ["cancel"], order_id=STRING
+        ),
         "apply_store_credit": confirmed(
-            "Add store credit to the customer's account.", order_id=STRING, amount=AMOUNT
+            "Add store credit to the customer's account.",
+            ["credit"],
+            order_id=STRING,
+            amount=AMOUNT,
         ),
         "request_refund_approval": reads(
             "Ask the refund desk; the result says approved or denied.",
@@ -175,6 +191,17 @@ CONTRACT = standard_contract(
     item_entity="ORDER_NUMBER",
     item_tools=["issue_refund", "update_address", "cancel_order"],
     resolution="record_resolution",
+    owner_fields=["customer_id", "customer_name"],
+    co_owner_fields=["household_members.*.customer_id"],
+    identity_tool="verify_customer",
+    alternatives={"track_shipment": ["check_warehouse_status"]},
+    slots={
+        "colour": {
+            "ask": r"\bcolou?rs?\b",
+            "names": r"\bcolou?rs?\b",
+            "values": one_of(text.COLOURS),
+        }
+    },
 )
 
 DOMAIN = Domain(

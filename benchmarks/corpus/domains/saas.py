@@ -120,18 +120,25 @@ CONTRACT = standard_contract(
             "Read the public status page for the workspace's region.", workspace_id=STRING
         ),
         "update_billing_email": confirmed(
-            "Change where invoices are sent.", workspace_id=STRING, email=STRING
+            "Change where invoices are sent.",
+            ["billing", "invoice", "email", "contact"],
+            workspace_id=STRING,
+            email=STRING,
         ),
         "add_seats": confirmed(
             "Add paid seats to the workspace.",
+            ["seat", "licence", "license"],
             workspace_id=STRING,
             seats={"type": "integer", "minimum": 1},
         ),
         "cancel_subscription": confirmed(
-            "Cancel the subscription at the end of the billing period.", workspace_id=STRING
+            "Cancel the subscription at the end of the billing period.",
+            ["cancel", "end subscription"],
+            workspace_id=STRING,
         ),
         "change_plan": confirmed(
             "Switch the workspace to another plan.",
+            ["plan", "upgrade", "downgrade", *PLANS],
             workspace_id=STRING,
             plan=STRING,
             price_per_seat=AMOUNT,
@@ -170,6 +177,33 @@ CONTRACT = standard_contract(
     item_entity=None,
     item_tools=[],
     resolution="record_resolution",
+    owner_fields=["customer_id", "customer_name", "owner_name"],
+    co_owner_fields=["owners.*.customer_id"],
+    identity_tool="verify_account",
+    alternatives={"check_sync_status": ["service_status"]},
+    slots={
+        "workspace": {
+            "ask": r"\bworkspace\b",
+            "names": r"\bworkspace\b",
+            "values": r"\bws-[a-z0-9]{8}\b",
+        },
+        "billing_email": {
+            "ask": r"\b(invoices?|billing)\b",
+            "names": r"\b(invoices?|billing|bill)\b",
+            "entities": ["EMAIL_ADDRESS"],
+        },
+        "error_code": {
+            "ask": r"\berror\b",
+            "names": r"\berror\b",
+            "values": r"(?-i:\b[A-Z]{1,5}-\d{3,4}\b)",
+        },
+        "team_size": {
+            "ask": r"\bhow many (people|users|members)\b|\bteam size\b|\bsize of (your|the) team\b|"
+            r"\bhow (big|large) is (your|the) team\b",
+            "names": r"\b(team|people|members|of us)\b",
+            "values": r"\b\d+\s+(people|members|users|of us)\b",
+        },
+    },
 )
 
 DOMAIN = Domain(

@@ -21,6 +21,7 @@ from benchmarks.corpus.domains.common import (
     email_fact,
     item_fact,
     lookup_tool,
+    one_of,
     phone_fact,
     reads,
     standard_contract,
@@ -129,13 +130,26 @@ CONTRACT = standard_contract(
         "check_area_outage": reads(
             "Check for outages and planned works in the customer's area.", account_id=STRING
         ),
-        "schedule_technician": confirmed("Book an engineer visit.", account_id=STRING, date=STRING),
-        "enable_roaming": confirmed("Turn on roaming for the mobile line.", account_id=STRING),
+        "schedule_technician": confirmed(
+            "Book an engineer visit.",
+            ["engineer", "technician", "appointment", "visit"],
+            account_id=STRING,
+            date=STRING,
+        ),
+        "enable_roaming": confirmed(
+            "Turn on roaming for the mobile line.", ["roaming"], account_id=STRING
+        ),
         "cancel_addon": confirmed(
-            "Remove an add-on from the account.", account_id=STRING, addon=STRING
+            "Remove an add-on from the account.",
+            ["add-on", "remove", "cancel", "boost", "pack", *ADDONS],
+            account_id=STRING,
+            addon=STRING,
         ),
         "make_payment": confirmed(
-            "Take a card payment towards the bill.", account_id=STRING, amount=AMOUNT
+            "Take a card payment towards the bill.",
+            ["payment", "pay", "charge", "put through"],
+            account_id=STRING,
+            amount=AMOUNT,
         ),
         "request_supervisor_approval": reads(
             "Ask a supervisor to approve a bill credit.", account_id=STRING, amount=AMOUNT
@@ -169,6 +183,18 @@ CONTRACT = standard_contract(
     item_entity="ACCOUNT_ID",
     item_tools=["apply_bill_credit", "make_payment"],
     resolution="close_ticket",
+    owner_fields=["customer_id", "customer_name", "account_holder"],
+    co_owner_fields=["authorised_users.*.customer_id"],
+    identity_tool="verify_customer",
+    alternatives={"run_line_test": ["check_area_outage"]},
+    slots={
+        "router_light": {"ask": r"\blights?\b", "names": r"\blights?\b", "values": one_of(LIGHTS)},
+        "town": {
+            "ask": r"\b(town|area|located|where (are|do) you (live|based))\b|\bwhich city\b",
+            "names": r"\b(live|lives|based|town|area|home|moved)\b",
+            "entities": ["LOCATION"],
+        },
+    },
 )
 
 DOMAIN = Domain(

@@ -22,6 +22,7 @@ from benchmarks.corpus.domains.common import (
     email_fact,
     item_fact,
     lookup_tool,
+    one_of,
     phone_fact,
     reads,
     standard_contract,
@@ -161,13 +162,24 @@ CONTRACT = standard_contract(
         "flight_status": reads("Live status of the booking's flight.", booking_ref=STRING),
         "airport_departures": reads("The airport's departures board.", booking_ref=STRING),
         "change_booking": confirmed(
-            "Move the booking to another date.", booking_ref=STRING, new_date=STRING
+            "Move the booking to another date.",
+            ["date", "rebook", "reschedule"],
+            booking_ref=STRING,
+            new_date=STRING,
         ),
         "add_baggage": confirmed(
-            "Add checked bags.", booking_ref=STRING, bags={"type": "integer", "minimum": 1}
+            "Add checked bags.",
+            ["bag", "baggage", "luggage", "suitcase"],
+            booking_ref=STRING,
+            bags={"type": "integer", "minimum": 1},
         ),
-        "cancel_booking": confirmed("Cancel the booking.", booking_ref=STRING),
-        "upgrade_seat": confirmed("Upgrade the seat for a fee.", booking_ref=STRING, fee=AMOUNT),
+        "cancel_booking": confirmed("Cancel the booking.", ["cancel"], booking_ref=STRING),
+        "upgrade_seat": confirmed(
+            "Upgrade the seat for a fee.",
+            ["upgrade", "premium", "seat"],
+            booking_ref=STRING,
+            fee=AMOUNT,
+        ),
         "request_fare_exception": reads(
             "Ask the fares team to allow a refund outside the fare rules.",
             booking_ref=STRING,
@@ -206,6 +218,30 @@ CONTRACT = standard_contract(
     item_entity=None,
     item_tools=[],
     resolution="record_resolution",
+    owner_fields=["customer_id", "customer_name", "lead_passenger"],
+    co_owner_fields=["travellers.*.customer_id"],
+    identity_tool="verify_traveller",
+    alternatives={"flight_status": ["airport_departures"]},
+    slots={
+        "booking_ref": {
+            "ask": r"\b(booking )?reference\b|\breservation code\b|\bbooking (ref|code|number)\b",
+            "names": r"\b(booking|reference|ref)\b",
+            "values": r"(?-i:\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{6}\b)",
+        },
+        "companion": {
+            "ask": r"\b(who (is|else)|companion|other (passenger|traveller)|travelling with)\b",
+            "names": r"\b(travel\w* with|partner|companion|passenger|coming too|on the trip)\b",
+            "entities": ["PERSON"],
+        },
+        "destination": {
+            "ask": r"\b(destination|where are you (flying|travelling|going)|which city|"
+            r"where is the trip)\b",
+            "names": r"\b(flying to|going to|destination|trip to)\b",
+            "entities": ["LOCATION"],
+            "values": one_of(CITIES),
+        },
+        "seat": {"ask": r"\bseat\b|\bsit\b", "names": r"\b(seat|sit)\b", "values": one_of(SEATS)},
+    },
 )
 
 DOMAIN = Domain(

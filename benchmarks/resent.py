@@ -1,0 +1,108 @@
+"""Resent history against deltas: collector CPU per span at 4, 40 and 400 turns, per dialect.
+
+Stateless chat APIs resend the whole history with every call, so a call's input grows with the
+conversation. For each dialect that resends (GenAI with a JSON string, OpenInference, OpenLLMetry)
+and each length, the same conversations (same texts, same calls, about 500 characters a message)
+go through turnwatch's collector in this process twice: history resent on every call, and as
+deltas (each call sends only the new user message). What is timed, in CPU time
+(`time.process_time`), is everything from the OTLP/protobuf bytes to the validated Session:
+the receiver's protobuf decoding, dialect decoding, sessionizing, sampling, assembly and
+validation. Request k carries call k of every conversation of the run (about 1,600 spans a run
+whatever the length). Resent and delta runs alternate (which goes first swaps every round), keys
+are new in every run, and each row gives the median over rounds and the ratio resent / deltas
+per round; bytes are what the sessionizer holds per conversation, kept for the reopen window.
+
+    python benchmarks/resent.py [--rounds 3] [--turns 4 40 400] [--dialects genai ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from prometheus_client import CollectorRegistry
+from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.collector.otlp_common import DecodeLimits
+from turnwatch.collector.otlp_proto import decode_traces
+
+from tests.conversations import conversation_spans, protobuf_request
+from tests.stages import assembling_pipeline
+from turnwatch import collector
+from turnwatch.app.settings import load_settings
+
+SPANS_PER_RUN = 1_600
+
+
+def requests(dialect: str, prefix: str, turns: int, resent: bool) -> list[bytes]:
+    calls = turns // 2
+    conversations = [
+        conversation_spans(dialect, f"{prefix}-{number}", calls, resent)
+        for number in range(max(1, SPANS_PER_RUN // calls))
+    ]
+    for spans in conversations:
+        spans[-1].attributes["turnwatch.session.end"] = "true"
+    return [protobuf_request([spans[call] for spans in conversations]) for call in range(calls)]
+
+
+def run(bodies: list[bytes], turns: int) -> tuple[float, float]:
+    """(CPU microseconds per span, bytes kept per conversation)."""
+    settings = load_settings(None, {})
+    pipeline, built = assembling_pipeline(settings.collector, CollectorMetrics(CollectorRegistry()))
+    limits = DecodeLimits(max_attribute_bytes=settings.otlp.max_attribute_bytes)
+    spans = 0
+    gc.collect()
+    started = time.process_time()
+    for body in bodies:
+        decoded = decode_traces(body, limits)
+        spans += len(decoded.items)
+        pipeline.accept_spans(decoded.items)
+    cpu = time.process_time() - started
+    sessions = built.take()
+    whole = sum(len(s.turns) == turns and not s.truncated for s in sessions)
+    if whole != len(sessions) or not sessions:
+        raise RuntimeError(f"{whole} of {len(sessions)} sessions came out whole")
+    return 1e6 * cpu / spans, pipeline.sessionizer.kept_bytes / len(sessions)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--turns", type=int, nargs="+", default=[4, 40, 400])
+    parser.add_argument("--dialects", nargs="+", default=["genai", "openinference", "openllmetry"])
+    args = parser.parse_args()
+    print(f"resent vs deltas: {SPANS_PER_RUN} spans a run, {args.rounds} rounds, {collector.BUILD}")
+    print(
+        f"{'dialect':<15}{'turns':>6}{'resent us/span':>16}{'deltas us/span':>16}{'ratio':>7}"
+        f"{'ratios per round':>24}{'KiB/conv resent':>17}{'deltas':>8}"
+    )
+    for dialect in args.dialects:
+        for turns in args.turns:
+            results: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
+            ratios = []
+            for round_number in range(args.rounds):
+                order = (True, False) if round_number % 2 == 0 else (False, True)
+                for resent in order:
+                    prefix = f"{dialect}-{turns}-{round_number}-{'r' if resent else 'd'}"
+                    results[resent].append(run(requests(dialect, prefix, turns, resent), turns))
+                ratios.append(results[True][-1][0] / results[False][-1][0])
+            resent_us = statistics.median(r[0] for r in results[True])
+            delta_us = statistics.median(r[0] for r in results[False])
+            print(
+                f"{dialect:<15}{turns:>6}{resent_us:>16.1f}{delta_us:>16.1f}"
+                f"{statistics.median(ratios):>7.2f}"
+                f"{' '.join(f'{ratio:.2f}' for ratio in ratios):>24}"
+                f"{statistics.median(r[1] for r in results[True]) / 1024:>17.1f}"
+                f"{statistics.median(r[1] for r in results[False]) / 1024:>8.1f}",
+                flush=True,
+            )
+    print("goal: ratio <= 2 at 400 turns")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,206 @@
+"""Resent history: stored and parsed once, assembled exactly as if every call were parsed whole.
+
+Stateless chat APIs resend the whole history on every call. The sessionizer keeps only what each
+call adds to the previous call's input (`Observation.resends`), and the assembler aligns from
+that. What is asserted: long conversations in every dialect that resends come out whole and equal
+to the same turns sent as deltas, their buffered size stays what the deltas need, and for any
+history a client may send (edited, cut to a window, retried, out of order, cut by a length limit)
+the session is the one the assembler builds from every call's whole input.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry
+from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.collector.pipeline import PendingSession, SessionBuilder
+from turnwatch.collector.records import SpanView
+from turnwatch.collector.sessionizer import ClosedSession, OpenSession
+
+from tests.conversations import (
+    DIALECTS,
+    call_attributes,
+    conversation_spans,
+    received,
+    span,
+    texts,
+)
+from tests.stages import assembling_pipeline
+from turnwatch.app.settings import load_settings
+from turnwatch.schema import CloseReason, SamplingDecision, SamplingReason, Session
+
+RESENDING = ("genai", "genai_structured", "openinference", "openllmetry")
+
+
+def through_pipeline(spans: list[SpanView], **overrides: object) -> tuple[list[Session], object]:
+    settings = load_settings(None, dict(overrides))
+    pipeline, built = assembling_pipeline(settings.collector, CollectorMetrics(CollectorRegistry()))
+    for item in spans:
+        assert pipeline.accept_spans([item]) == 0
+    sessionizer = pipeline.sessionizer
+    pipeline.close_all()
+    return built.take(), sessionizer
+
+
+def reference(spans: list[SpanView]) -> Session:
+    """The session built from every call decoded whole: no call knows any other."""
+    settings = load_settings(None, {})
+    pipeline, _ = assembling_pipeline(settings.collector, CollectorMetrics(CollectorRegistry()))
+    state = OpenSession(
+        key=spans[0].attributes["session.id"],
+        key_source="session.id",
+        opened_at=0.0,
+        last_activity=0.0,
+        revision=1,
+    )
+    for item in spans:
+        observation = pipeline._first_match(pipeline.span_decoders, item)
+        assert observation is not None
+        assert observation.resends is None
+        state.observations.append(observation)
+        state.trace_ids[item.trace_id] = None
+        state.first_ns = min(filter(None, (state.first_ns, item.start_ns)), default=0)
+        state.last_ns = max(state.last_ns, item.start_ns)
+    state.scopes["tests.conversations"] = None
+    state.service = "long-chat-bot"
+    state.service_from_model_call = True
+    decision = SamplingDecision(
+        sampled=True, reason=SamplingReason.RATE, rate=1.0, hash_fraction=0.0
+    )
+    build = SessionBuilder("unknown_service", CollectorMetrics(CollectorRegistry()))
+    return build(PendingSession(ClosedSession(state, CloseReason.SHUTDOWN), decision))
+
+
+def comparable(session: Session) -> dict:
+    return session.model_dump(exclude={"revision", "sampling", "key_source"})
+
+
+@pytest.mark.slow  # a long run: 400-turn conversations, about 20 s in all
+@pytest.mark.parametrize("dialect", RESENDING)
+def test_a_400_turn_resent_conversation_passes_whole_at_default_settings(dialect: str) -> None:
+    resent = received(conversation_spans(dialect, f"long-{dialect}", 200, resent=True))
+    deltas = received(conversation_spans(dialect, f"long-{dialect}", 200, resent=False))
+    resent[-1].attributes["turnwatch.session.end"] = "true"
+    deltas[-1].attributes["turnwatch.session.end"] = "true"
+
+    [from_resent], resent_sessionizer = through_pipeline(resent)
+    [from_deltas], delta_sessionizer = through_pipeline(deltas)
+
+    assert from_resent.close_reason is CloseReason.END_MARKER
+    assert not from_resent.truncated and not from_resent.incomplete
+    expected = texts(f"long-{dialect}", 400)
+    assert [(turn.role.value, turn.text) for turn in from_resent.turns] == expected
+    assert comparable(from_resent) == comparable(from_deltas)
+    # Kept for the reopen window: the resent conversation costs what the deltas cost, plus each
+    # previous answer once more (resent at the head of what a call adds) and the last call's
+    # whole input (the next call is compared with it); not 200 copies of the history.
+    [kept] = resent_sessionizer._kept.values()
+    [tail] = kept.tails.values()
+    assert tail.observation is kept.observations[-1]
+    assert tail.extra_bytes > 0
+    kept_deltas = delta_sessionizer.kept_bytes
+    assert kept_deltas < resent_sessionizer.kept_bytes - tail.extra_bytes < 1.5 * kept_deltas
+
+
+@pytest.mark.parametrize("dialect", RESENDING)
+def test_each_call_of_a_resent_conversation_keeps_only_what_it_adds(dialect: str) -> None:
+    spans = received(conversation_spans(dialect, f"keep-{dialect}", 6, resent=True))
+    settings = load_settings(None, {})
+    pipeline, _ = assembling_pipeline(settings.collector, CollectorMetrics(CollectorRegistry()))
+    pipeline.accept_spans(spans)
+    [state] = pipeline.sessionizer._open.values()
+    first, *later = state.observations
+    assert first.resends is None
+    assert [call.resends for call in later] == state.observations[:-1]
+    # What a later call holds: the previous answer (resent as history) and the new question.
+    for call in later:
+        parsed = call.parsed()
+        assert [message.role for message in parsed.inputs] == ["assistant", "user"]
+
+
+def _variant_inputs(messages: list, call: int, variant: str) -> list:
+    """What a client sends as call `call`'s input under one way of (mis)handling history."""
+    whole = messages[: 2 * call + 1]
+    if variant == "window":  # a sliding window of the last messages: no longer a prefix
+        return whole[-3:]
+    if variant == "edited" and call:  # an earlier message rewritten (a client-side summary)
+        return [("user", "summary of the conversation so far"), *whole[1:]]
+    if variant == "no_answers":  # answers left out of the history
+        return [item for item in whole if item[0] == "user"]
+    if variant == "delta":
+        return whole[-1:]
+    return whole
+
+
+_calls = st.lists(
+    st.sampled_from(["whole", "whole", "whole", "window", "edited", "no_answers", "delta"]),
+    min_size=1,
+    max_size=9,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    dialect=st.sampled_from(DIALECTS),
+    variants=_calls,
+    retries=st.sets(st.integers(0, 8), max_size=2),
+    swaps=st.sets(st.integers(0, 7), max_size=2),
+    cut=st.integers(-1, 8),
+)
+def test_any_history_assembles_as_every_call_parsed_whole(
+    dialect: str, variants: list[str], retries: set[int], swaps: set[int], cut: int
+) -> None:
+    messages = texts(f"edit-{dialect}", 2 * len(variants), length=40)
+    spans = []
+    for call, variant in enumerate(variants):
+        attributes = call_attributes(
+            dialect, _variant_inputs(messages, call, variant), messages[2 * call + 1]
+        )
+        if call == cut and dialect == "genai":
+            # An attribute length limit cut the history inside its last message.
+            attributes["gen_ai.input.messages"] = attributes["gen_ai.input.messages"][:-12]
+        spans.append(span(f"edit-{dialect}", call, attributes))
+        if call in retries:  # the same call sent again (a retry, or an at-least-once resend)
+            spans.append(span(f"edit-{dialect}", 100 + call, attributes))
+    for index in sorted(swaps):  # arrival order is not call order
+        if index + 1 < len(spans):
+            spans[index], spans[index + 1] = spans[index + 1], spans[index]
+    spans = received(spans)
+
+    [session], _ = through_pipeline(spans)
+    assert comparable(session) == comparable(reference(spans))
+
+
+@pytest.mark.parametrize("dialect", RESENDING)
+def test_a_history_the_client_cut_or_edited_is_kept_whole_and_assembled_as_sent(
+    dialect: str,
+) -> None:
+    messages = texts(f"cut-{dialect}", 8, length=40)
+    inputs = [
+        messages[:1],
+        messages[:3],
+        [("user", "summary of the first exchange"), *messages[2:5]],  # edited: not a prefix
+        [("user", "summary of the first exchange"), *messages[2:7]],  # extends the edited one
+    ]
+    spans = received(
+        [
+            span(f"cut-{dialect}", call, call_attributes(dialect, sent, messages[2 * call + 1]))
+            for call, sent in enumerate(inputs)
+        ]
+    )
+    settings = load_settings(None, {})
+    pipeline, built = assembling_pipeline(settings.collector, CollectorMetrics(CollectorRegistry()))
+    pipeline.accept_spans(spans)
+    [state] = pipeline.sessionizer._open.values()
+    calls = state.observations
+    assert [call.resends for call in calls] == [None, calls[0], None, calls[2]]
+
+    pipeline.close_all()
+    [session] = built.take()
+    assert comparable(session) == comparable(reference(spans))
+    session_texts = [turn.text for turn in session.turns]
+    assert session_texts.count("summary of the first exchange") == 1
+    assert session_texts[:4] == [text for _, text in messages[:4]]
+    assert session_texts[-3:] == [text for _, text in messages[5:8]]
