@@ -84,7 +84,9 @@ class Server:
         return providers
 
     def scores(self) -> list[dict[str, Any]]:
-        lines = self.records_path.read_text(encoding="utf-8").splitlines()
+        text = self.records_path.read_text(encoding="utf-8")
+        # The server may be writing the last line right now: read only finished lines.
+        lines = text[: text.rfind("\n") + 1].splitlines()
         entries = [json.loads(line) for line in lines if line.strip()]
         return [entry["record"] for entry in entries if entry["topic"] == SCORES]
 

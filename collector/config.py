@@ -1,7 +1,7 @@
 """Configuration blocks of the collector stage: receivers, conversation keys, sessions,
-sampling, handoff, decoders and the write-ahead log (`otlp:`, `conversation_key:`, `sessions:`,
-`sampling:`, `handoff:`, `decoders:`, `wal:` in the YAML file; the application's Settings
-composes them).
+sampling, handoff, decoders, routing and the write-ahead log (`otlp:`, `conversation_key:`,
+`sessions:`, `sampling:`, `handoff:`, `decoders:`, `routing:`, `wal:` in the YAML file; the
+application's Settings composes them).
 
 `CollectorConfig` is what the pipeline receives: those blocks and nothing else of Settings.
 """
@@ -169,6 +169,31 @@ class DecoderConfig(Section):
     redaction_markers: list[str] = Field(default=["__REDACTED__", "FILTERED", "<redacted>"])
 
 
+class RoutingConfig(Section):
+    """The distributed layout (`routing:`): collectors route, sessionizers sessionize."""
+
+    mode: Literal["sessionize", "route"] = Field(
+        default="sessionize",
+        description="`sessionize`: this collector builds sessions itself (one process); "
+        "`route`: it seals decoded observations onto turnwatch.observations for the "
+        "sessionizer role (needs Kafka and a shared deid secret).",
+    )
+    queue_size: int = Field(
+        default=10_000, gt=0, description="Sealed records awaiting the bus (route mode)."
+    )
+    high_watermark: float = Field(
+        default=0.8, gt=0, le=1, description="Fraction of the queue at which OTLP answers 503."
+    )
+    max_traces: int = Field(
+        default=100_000, gt=0, description="Trace -> conversation mappings remembered."
+    )
+    max_pending_traces: int = Field(
+        default=20_000,
+        gt=0,
+        description="Sessionizer: traces whose spans wait for a link to their conversation.",
+    )
+
+
 class CollectorConfig(Section):
     """The collector pipeline's view of the configuration (built by the application)."""
 
@@ -179,3 +204,4 @@ class CollectorConfig(Section):
     handoff: HandoffConfig = Field(default_factory=HandoffConfig)
     decoders: DecoderConfig = Field(default_factory=DecoderConfig)
     wal: WalConfig = Field(default_factory=WalConfig)
+    routing: RoutingConfig = Field(default_factory=RoutingConfig)

@@ -7,7 +7,9 @@ receivers answer 503 with Retry-After; a session that finds the queue full is dr
 
 With the write-ahead log on, each session carries its claim on the log: released once the next
 stage has it (or it was dropped and counted), kept when a shutdown strands it, so the next start
-replays it instead of losing it.
+replays it instead of losing it. A sessionizer's session likewise releases its bus positions only
+once handed on (or dropped and counted); one the shutdown strands keeps them uncommitted, so the
+partition's next owner replays it.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ class Handoff:
         except asyncio.QueueFull:
             self.metrics.handoff_dropped.labels("queue_full").inc()
             log.warning("handoff queue full; session dropped", extra={"reason": "queue_full"})
-            _settle(pending)
+            pending.settle()  # dropped and counted: holding it would stall its partition
         self.metrics.handoff_depth.set(self.queue.qsize())
 
     async def run(self) -> None:
@@ -73,13 +75,18 @@ class Handoff:
                 self.metrics.handoff_depth.set(self.queue.qsize())
 
     async def _hand_on(self, pending: PendingSession) -> None:
+        if pending.superseded():
+            # Not lost: the partition's new owner replays its observations and publishes it.
+            self.metrics.handoff_dropped.labels("partition_moved").inc()
+            pending.settle()
+            return
         try:
             session = self.build(pending)
         except Exception:
             # An assembler bug on strange input costs this session, never the pipeline.
             self.metrics.handoff_dropped.labels("assembly_error").inc()
             log.exception("session assembly failed", extra={"reason": "assembly_error"})
-            _settle(pending)
+            pending.settle()
             return
         try:
             await self.next_stage.deliver(session)
@@ -87,7 +94,7 @@ class Handoff:
         except Exception:
             self.metrics.handoff_dropped.labels("sink_error").inc()
             log.exception("next stage failed; session dropped", extra={"reason": "sink_error"})
-        _settle(pending)
+        pending.settle()
 
     async def drain(self) -> None:
         """Wait until the next stage has taken every queued session."""
@@ -107,9 +114,3 @@ class Handoff:
         self.metrics.handoff_dropped.labels("shutdown").inc(lost)
         self.metrics.handoff_depth.set(0)
         return Stranded(lost=lost, kept=kept)
-
-
-def _settle(pending: PendingSession) -> None:
-    """The next stage is done with the session (delivered, or dropped and counted)."""
-    if pending.claim is not None:
-        pending.claim.release()

@@ -96,6 +96,30 @@ class CollectorMetrics:
             buckets=ASSEMBLY_BUCKETS,
             registry=registry,
         )
+        self.observations_routed = Counter(
+            "turnwatch_observations_routed_total",
+            "Observations sealed onto turnwatch.observations (route mode), by route "
+            "(conversation, trace) and forwarded by a sessionizer after a link (forwarded).",
+            ["route"],
+            registry=registry,
+        )
+        self.observations_dropped = Counter(
+            "turnwatch_observations_dropped_total",
+            "Observations (a trace link counts one) lost on the distributed hop, by reason "
+            "(queue_full, publish_error, unsealable, invalid).",
+            ["reason"],
+            registry=registry,
+        )
+        self.routing_depth = Gauge(
+            "turnwatch_routing_queue_depth",
+            "Sealed observation records waiting for the bus (route mode).",
+            registry=registry,
+        )
+        self.pending_traces = Gauge(
+            "turnwatch_pending_traces",
+            "Sessionizer: traces whose spans wait for a link to their conversation.",
+            registry=registry,
+        )
         self.handoff_delivered = Counter(
             "turnwatch_handoff_delivered_total",
             "Sampled sessions handed to the next stage.",

@@ -9,6 +9,11 @@ once composes a stage that assembles and keeps them.
 With the write-ahead log on (`wal`), each accepted request's frame number reaches the sessionizer
 with its items, each closing session becomes a `Claim` on the log that travels with it, and the
 idle sweep also trims the log (wal/durability.py).
+
+In the distributed layout the same pipeline runs split in two: a collector given a `router`
+decodes and routes (router.py), and the sessionizer role feeds what it consumes into
+`add_routed`, with the bus position each observation came from; a closed session's positions are
+released in the `ledger` once it has been handed on, so offsets are committed only then.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from turnwatch.collector.assembler import EPOCH, assemble, ns_to_datetime
@@ -26,11 +31,14 @@ from turnwatch.collector.config import CollectorConfig
 from turnwatch.collector.dialects import build_log_decoders, build_span_decoders
 from turnwatch.collector.identity import ContextReader
 from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.collector.observations import RoutedObservation
 from turnwatch.collector.records import Context, LogView, Observation, SpanView
+from turnwatch.collector.router import ObservationRouter
 from turnwatch.collector.sampler import Sampler, SamplingSignals
 from turnwatch.collector.sessionizer import ClosedSession, Sessionizer
 from turnwatch.collector.wal.durability import Claim, Durability
 
+from turnwatch.bus.ledger import OffsetLedger, Position
 from turnwatch.schema import CloseReason, SamplingDecision, Session
 
 log = logging.getLogger("turnwatch.collector")
@@ -46,6 +54,22 @@ class PendingSession:
     decision: SamplingDecision
     claim: Claim | None = None
     """Its hold on the write-ahead log; released once the next stage is done with it."""
+    held: list[Position] = field(default_factory=list)
+    """Where its observations sit on the bus (sessionizer role), released once handed on."""
+    ledger: OffsetLedger | None = None
+
+    def settle(self) -> None:
+        """The next stage is done with it (delivered, or dropped and counted): the log may trim
+        its frames and the bus commit its observations. Once only."""
+        if self.claim is not None:
+            self.claim.release()
+        if self.ledger is not None:
+            self.ledger.release(self.held)
+            self.held = []
+
+    def superseded(self) -> bool:
+        """A partition it came from moved to another member, which replays and publishes it."""
+        return self.ledger is not None and not self.ledger.current(self.held)
 
 
 class PendingStage(Protocol):
@@ -151,11 +175,15 @@ class CollectorPipeline:
         next_stage: PendingStage,
         clock: Callable[[], float] = time.monotonic,
         wal: Durability | None = None,
+        router: ObservationRouter | None = None,
+        ledger: OffsetLedger | None = None,
     ) -> None:
         self.config = config
         self.metrics = metrics
         self.next_stage = next_stage
         self.wal = wal
+        self.router = router
+        self.ledger = ledger
         markers = config.decoders.redaction_markers
         self.span_decoders = build_span_decoders(config.decoders.dialects, markers)
         self.log_decoders = build_log_decoders(config.decoders.dialects, markers)
@@ -174,6 +202,8 @@ class CollectorPipeline:
         self._event_sequence = 0
 
     def overloaded(self) -> bool:
+        if self.router is not None and self.router.overloaded():
+            return True
         return self.next_stage.overloaded()
 
     def accept_spans(self, spans: list[SpanView], source: int = 0) -> int:
@@ -205,7 +235,7 @@ class CollectorPipeline:
                 continue
             self._add(span.trace_id, context, observation, span.start_ns)
         sessionizer.source = 0
-        self._update_gauges()
+        self._flush()
         return failed
 
     def accept_logs(self, records: list[LogView], source: int = 0) -> int:
@@ -240,7 +270,7 @@ class CollectorPipeline:
                 observation.event_sequence = self._event_sequence
             self._add(trace_id, context, observation, record.time_ns)
         sessionizer.source = 0
-        self._update_gauges()
+        self._flush()
         return failed
 
     @staticmethod
@@ -251,11 +281,34 @@ class CollectorPipeline:
                 return observation
         return None
 
+    def _flush(self) -> None:
+        if self.router is not None:
+            self.router.flush()
+        self._update_gauges()
+
     def _add(
         self, trace_id: str, context: Context, observation: Observation | None, time_ns: int
     ) -> None:
+        if self.router is not None:
+            self.router.add(trace_id, context, observation, time_ns)
+            return
+        self._sessionize(trace_id, context, observation, time_ns, None)
+
+    def add_routed(self, item: RoutedObservation, held: Position) -> None:
+        """The sessionizer role: one observation consumed from the bus, held at `held`."""
+        self._sessionize(item.trace_id, item.context, item.observation, item.time_ns, held)
+        self._update_gauges()
+
+    def _sessionize(
+        self,
+        trace_id: str,
+        context: Context,
+        observation: Observation | None,
+        time_ns: int,
+        held: Position | None,
+    ) -> None:
         opened_before = self.sessionizer.opened
-        closed = self.sessionizer.add(trace_id, context, observation, time_ns)
+        closed = self.sessionizer.add(trace_id, context, observation, time_ns, held)
         if self.sessionizer.opened != opened_before:
             self.metrics.sessions_opened.inc()
         for item in closed:
@@ -286,10 +339,11 @@ class CollectorPipeline:
     def _emit(self, closed: ClosedSession) -> None:
         state = closed.state
         claim = None
-        if self.wal is not None:
+        if self.wal is not None:  # the sessionizer role (bus positions) runs no log of its own
             claim = self.wal.claim(state)
             if claim is None:
                 return  # rebuilt from the log, and all of it was on the bus before the restart
+        held, state.held = state.held, []
         self._closed_counter(closed.reason.value).inc()
         decision = self.sampler.decide(
             state.key,
@@ -300,12 +354,15 @@ class CollectorPipeline:
             ),
         )
         self._sampled_counter(decision.reason.value).inc()
+        pending = PendingSession(closed, decision, claim, held, self.ledger)
         if decision.sampled:
-            self.next_stage.offer(PendingSession(closed, decision, claim))
-        elif claim is not None:
-            claim.release()
+            self.next_stage.offer(pending)
+        else:
+            pending.settle()  # nothing to publish: its log frames and observations are done with
 
     def _update_gauges(self) -> None:
+        if self.router is not None:
+            return  # a routing collector buffers no session: the gauges are the sessionizer's
         self.metrics.sessions_open.set(self.sessionizer.open_count)
         self.metrics.buffered_bytes.set(self.sessionizer.held_bytes)
 

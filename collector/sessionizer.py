@@ -29,22 +29,21 @@ from typing import Any
 
 from turnwatch.collector.config import SessionConfig
 from turnwatch.collector.records import Context, Observation, ObservationKind
+from turnwatch.collector.resent_history import HistoryTail, drop_resent_history
+from turnwatch.collector.revision_clock import RevisionClock
 from turnwatch.collector.wal.sources import Sources, merged_sources, note_source
 
 from turnwatch.lru import LRU
-from turnwatch.revisions import RevisionClock
 from turnwatch.schema import CloseReason
 
 TRACE_KEY_SOURCE = "trace_id"
 CAPPED = frozenset({CloseReason.TURN_CAP, CloseReason.BYTE_CAP, CloseReason.EVICTED})
 
 # Memory of the sessionizer's own records, measured with tracemalloc: an open session with its
-# maps and list, one more trace id in a session, one resent-history tail, one more write-ahead
-# log frame in a session's sources, and an entry of the closed-key and trace-id maps (their
-# strings included).
+# maps and list, one more trace id in a session, one more write-ahead log frame in a session's
+# sources, and an entry of the closed-key and trace-id maps (their strings included).
 SESSION_OVERHEAD = 1_100
 TRACE_OVERHEAD = 110
-TAIL_OVERHEAD = 100
 SOURCE_OVERHEAD = 150
 CLOSED_KEY_BYTES = 180
 TRACE_KEY_BYTES = 260
@@ -52,16 +51,6 @@ TRACE_KEY_BYTES = 260
 
 def session_id_for(conversation_key: str) -> str:
     return hashlib.blake2b(conversation_key.encode(), digest_size=16).hexdigest()
-
-
-@dataclass(slots=True)
-class HistoryTail:
-    """The last model call of a channel and its whole input, for the next call to extend."""
-
-    observation: Observation
-    history: Any  # a str, list or dict: `object` breaks mypyc's dataclass annotations
-    extra_bytes: int
-    """What the whole input holds beyond the observation (which may keep only its new part)."""
 
 
 @dataclass(slots=True)
@@ -93,8 +82,9 @@ class OpenSession:
     forced_attribute: str | None = None
     head_emitted: bool = False
     sources: Sources = field(default_factory=dict)
-    """With the write-ahead log on: log frame -> [first, last] index of the items taken from it
-    (frames in ascending order). The pipeline takes them when the session closes."""
+    """Write-ahead log frame -> [first, last] index of its items here (frames ascending)."""
+    held: list[Any] = field(default_factory=list)
+    """Where each observation came from on the bus (sessionizer role); empty otherwise."""
 
     @property
     def session_id(self) -> str:
@@ -172,10 +162,8 @@ class Sessionizer:
         self.open_bytes = 0
         self.kept_bytes = 0
         self.opened = 0
-        self.source = 0
-        """The write-ahead log frame the items being added come from (0: none)."""
-        self.source_index = 0
-        """The index of the item being added within that frame."""
+        self.source = 0  # the write-ahead log frame of the items being added (0: none)
+        self.source_index = 0  # the index of the item being added within that frame
 
     @property
     def open_count(self) -> int:
@@ -200,9 +188,15 @@ class Sessionizer:
         )
 
     def add(
-        self, trace_id: str, context: Context, observation: Observation | None, time_ns: int
+        self,
+        trace_id: str,
+        context: Context,
+        observation: Observation | None,
+        time_ns: int,
+        held: Any = None,
     ) -> tuple[ClosedSession, ...]:
-        """Buffer one span's or log record's facts; return sessions this closed."""
+        """Buffer one span's or log record's facts; return sessions this closed. `held` (the
+        bus position it came from, in the sessionizer role) stays with its session."""
         key, source = self._resolve_key(trace_id, context)
         now = self.clock()
         session = self._open.get(key)
@@ -214,6 +208,8 @@ class Sessionizer:
         else:
             self._open.move_to_end(key)
         session.last_activity = now
+        if held is not None:
+            session.held.append(held)
         self.open_bytes += self._absorb(session, trace_id, context, observation, time_ns)
         closed: tuple[ClosedSession, ...] = ()
         if context.is_end_marker:
@@ -245,6 +241,14 @@ class Sessionizer:
 
     def open_sessions(self) -> Iterable[OpenSession]:
         return self._open.values()
+
+    def discard(self, drop: Callable[[OpenSession], bool]) -> int:
+        """Forget open sessions without closing them (their observations are replayed to the
+        member that owns them now); return how many."""
+        dropped = [key for key, session in self._open.items() if drop(session)]
+        for key in dropped:
+            self.open_bytes -= self._open.pop(key).size
+        return len(dropped)
 
     def _resolve_key(self, trace_id: str, context: Context) -> tuple[str, str]:
         if context.conversation_key:
@@ -287,6 +291,7 @@ class Sessionizer:
             self.open_bytes += target.size
         added = pending.size - SESSION_OVERHEAD
         target.observations.extend(pending.observations)
+        target.held.extend(pending.held)
         target.trace_ids.update(pending.trace_ids)
         target.scopes.update(pending.scopes)
         for channel, tail in pending.tails.items():
@@ -365,7 +370,7 @@ class Sessionizer:
             session.last_ns = max(session.last_ns, time_ns)
         if observation is not None:
             if observation.content is not None and observation.content.channel:
-                added += self._drop_resent_history(session, observation)
+                added += drop_resent_history(session.tails, observation)
             session.observations.append(observation)
             added += observation.size_bytes
             if observation.kind is ObservationKind.LLM_CALL:
@@ -376,31 +381,6 @@ class Sessionizer:
                 session.tool_errors += 1
         session.size += added
         return added
-
-    @staticmethod
-    def _drop_resent_history(session: OpenSession, observation: Observation) -> int:
-        """Keep only what a model call adds to the input of the channel's previous call (the
-        whole history that stateless chat APIs resend); return the bytes the tail changed by."""
-        content = observation.content
-        if content is None:
-            return 0
-        history = content.history()
-        if history is None:
-            return 0
-        tail = session.tails.get(content.channel)
-        held_before = content.held_bytes
-        previous = tail.observation.content if tail is not None else None
-        if content.drop_known(previous, tail.history if tail is not None else None):
-            observation.resends = tail.observation if tail is not None else None
-        observation.size_bytes += content.held_bytes - held_before
-        # A trimmed observation no longer holds its whole input: the tail does, until the next.
-        extra = content.history_bytes if observation.resends is not None else 0
-        if tail is None:
-            session.tails[content.channel] = HistoryTail(observation, history, extra)
-            return TAIL_OVERHEAD + extra
-        change = extra - tail.extra_bytes
-        tail.observation, tail.history, tail.extra_bytes = observation, history, extra
-        return change
 
     def _close(self, key: str, reason: CloseReason) -> ClosedSession:
         session = self._open.pop(key)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pydantic import Field
+from turnwatch.exporters.gate.canary import CanaryConfig
 
 from turnwatch.drift import DriftConfig
 from turnwatch.section import Section
@@ -38,3 +39,4 @@ class ExporterConfig(Section):
         description="(session_id, revision) pairs remembered so a redelivery is counted once.",
     )
     drift: DriftConfig = Field(default_factory=DriftConfig)
+    canary: CanaryConfig = Field(default_factory=CanaryConfig)

@@ -18,6 +18,7 @@ from datetime import datetime
 
 from prometheus_client import CollectorRegistry
 from turnwatch.exporters.config import ExporterConfig
+from turnwatch.exporters.gate.canary import CanaryGate
 from turnwatch.exporters.labels import LabelLimiter, reason_code
 from turnwatch.exporters.score_metrics import JOINT_OUTCOMES, ScoreMetrics
 
@@ -44,6 +45,7 @@ class ScoreExporter:
         self.reason = LabelLimiter("reason", config.max_reasons, (), overflow)
         self.revisions = SeenRevisions(config.dedupe_entries)
         self.drift: dict[tuple[str, str], DriftTracker] = {}
+        self.canary = CanaryGate(registry, config.canary) if config.canary.enabled else None
 
     def _count_overflow(self, label: str) -> None:
         self.metrics.label_overflow.labels(label).inc()
@@ -104,6 +106,8 @@ class ScoreExporter:
         m.session_latency.labels(service).observe(max(budgets.latency_ms, 0.0) / 1000)
         if session_ended_at is not None:
             m.end_to_end.observe(max(now - session_ended_at.timestamp(), 0.0))
+        if self.canary is not None:
+            self.canary.observe(service, record)
 
     def _observe_score(self, service: str, score: Score) -> None:
         m = self.metrics

@@ -249,14 +249,16 @@ def claims_human(text: str) -> bool:
     )
 
 
+def says_no(text: str) -> bool:
+    """A reply that refuses the request (opens with no, or negates the go-ahead)."""
+    return any(_NEGATION_FIRST.search(part) or _NEGATION.search(part) for part in sentences(text))
+
+
 def is_consent(text: str) -> bool:
     """A short reply that says yes somewhere outside a question, and does not say no to it."""
-    if len(words(text)) > MAX_CONSENT_WORDS:
+    if len(words(text)) > MAX_CONSENT_WORDS or says_no(text):
         return False
-    parts = sentences(text)
-    if any(_NEGATION_FIRST.search(part) or _NEGATION.search(part) for part in parts):
-        return False
-    return any(_AFFIRMATIVE.search(part) for part in parts if not is_question(part))
+    return any(_AFFIRMATIVE.search(part) for part in sentences(text) if not is_question(part))
 
 
 def tokens(text: str) -> list[tuple[str, str]]:

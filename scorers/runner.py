@@ -121,6 +121,7 @@ class Scorer:
             session_id=session.session_id,
             revision=session.revision,
             service=session.service,
+            service_version=session.provenance.service_version,
             contract=(
                 ContractRef(id=contract.id, version=contract.version)
                 if contract is not None

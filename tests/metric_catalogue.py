@@ -8,6 +8,7 @@ from turnwatch.collector.deid.config import DeidConfig
 from turnwatch.collector.deid.metrics import DeidMetrics
 from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.wal.metrics import WalMetrics
+from turnwatch.exporters.gate.canary import CanaryMetrics
 from turnwatch.exporters.regressions.metrics import RegressionMetrics
 from turnwatch.exporters.score_metrics import ScoreMetrics
 from turnwatch.exporters.sessions.metrics import AgreementMetrics, SessionStoreMetrics
@@ -27,6 +28,7 @@ def full_registry() -> CollectorRegistry:
     ScoreMetrics(registry)
     RegressionMetrics(registry)
     OpsRejections(registry)
+    CanaryMetrics(registry)
     SessionStoreMetrics(registry)
     AgreementMetrics(registry)
     return registry

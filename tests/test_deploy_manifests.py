@@ -66,12 +66,15 @@ def test_compose_runs_the_whole_pipeline():
     kafka = services["kafka"]
     assert kafka["image"].startswith("apache/kafka:")
     assert kafka["environment"]["KAFKA_PROCESS_ROLES"] == "broker,controller"  # KRaft
-    for role in ("collector", "scorer", "exporter"):
+    for role in ("collector", "sessionizer", "scorer", "exporter"):
         service = services[f"turnwatch-{role}"]
         assert service["command"] == ["serve", "--role", role]
         assert service["environment"]["TURNWATCH_KAFKA_BOOTSTRAP"] == "kafka:9092"
         assert service["depends_on"]["kafka"]["condition"] == "service_healthy"
         assert service["build"]["context"] == "../.."
+    # The distributed layout: the collector routes, the sessionizer (same key) builds sessions.
+    assert services["turnwatch-collector"]["environment"]["TURNWATCH_ROUTING__MODE"] == "route"
+    assert "TURNWATCH_ROUTING__MODE" not in services["turnwatch-sessionizer"]["environment"]
     chatbot = services["chatbot"]
     assert chatbot["environment"]["OTEL_EXPORTER_OTLP_ENDPOINT"].endswith(
         "turnwatch-collector:4318"
@@ -92,7 +95,8 @@ def test_compose_prometheus_config_is_valid_and_scrapes_every_role():
     )
     assert result.returncode == 0, result.stdout + result.stderr
     jobs = {job["job_name"] for job in documents(path)[0]["scrape_configs"]}
-    assert jobs == {"turnwatch-collector", "turnwatch-scorer", "turnwatch-exporter"}
+    roles = ("collector", "sessionizer", "scorer", "exporter")
+    assert jobs == {f"turnwatch-{role}" for role in roles}
 
 
 def test_chatbot_runs_turnwatch_as_a_native_sidecar():
@@ -117,9 +121,9 @@ def test_chatbot_runs_turnwatch_as_a_native_sidecar():
     assert pod["securityContext"]["runAsNonRoot"] is True
 
 
-def test_scorers_and_exporter_are_their_own_deployments():
+def test_sessionizers_scorers_and_exporter_are_their_own_deployments():
     objects = k8s_objects()
-    for role in ("scorer", "exporter"):
+    for role in ("sessionizer", "scorer", "exporter"):
         pod = objects[("Deployment", f"turnwatch-{role}")]["spec"]["template"]["spec"]
         [container] = pod["containers"]
         assert container["args"][:3] == ["serve", "--role", role]
@@ -129,6 +133,10 @@ def test_scorers_and_exporter_are_their_own_deployments():
     scorer = objects[("Deployment", "turnwatch-scorer")]["spec"]["template"]["spec"]
     contracts = {volume["name"]: volume for volume in scorer["volumes"]}["turnwatch-contracts"]
     assert contracts["configMap"]["name"] == "turnwatch-contracts"
+    # The sessionizer de-identifies and opens what the sidecars sealed: it needs the shared key.
+    sessionizer = objects[("Deployment", "turnwatch-sessionizer")]["spec"]["template"]["spec"]
+    volumes = {volume["name"]: volume for volume in sessionizer["volumes"]}
+    assert volumes["turnwatch-hmac"]["secret"]["secretName"] == "turnwatch-hmac"
 
 
 def test_config_and_contracts_come_from_configmaps_and_are_valid():
@@ -137,6 +145,7 @@ def test_config_and_contracts_come_from_configmaps_and_are_valid():
     ExporterConfig(**config.pop("exporter", {}))
     settings = Settings(**config)
     assert settings.mode == "production"
+    assert settings.routing.mode == "route"  # collector sidecars route to the sessionizers
     assert str(settings.deid.secret_file).startswith("/var/run/secrets/turnwatch/")
     contracts = objects[("ConfigMap", "turnwatch-contracts")]["data"]
     for name, text in contracts.items():
@@ -156,7 +165,7 @@ def test_servicemonitor_reaches_every_ops_port():
     # jobLabel -> job="turnwatch-metrics", which the TurnwatchTargetDown alert matches.
     assert labels[monitor["spec"]["jobLabel"]].startswith("turnwatch")
     selected = service["spec"]["selector"].items()
-    for name in ("support-bot", "turnwatch-scorer", "turnwatch-exporter"):
+    for name in ("support-bot", "turnwatch-sessionizer", "turnwatch-scorer", "turnwatch-exporter"):
         pod = objects[("Deployment", name)]["spec"]["template"]
         assert selected <= pod["metadata"]["labels"].items(), name
         containers = pod["spec"].get("initContainers", []) + pod["spec"]["containers"]
@@ -181,6 +190,7 @@ def test_kustomize_renders_the_whole_deployment():
     assert kinds == [
         "ConfigMap",
         "ConfigMap",
+        "Deployment",
         "Deployment",
         "Deployment",
         "Deployment",

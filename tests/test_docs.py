@@ -23,7 +23,7 @@ from turnwatch.app.settings import Settings, load_settings
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 # The first cell of a table row, when it is code: a config key or a metric name.
-DOCUMENTED = set(re.findall(r"^\| `([a-z_.]+)` \|", README, flags=re.MULTILINE))
+DOCUMENTED = set(re.findall(r"^\| `([a-z0-9_.]+)` \|", README, flags=re.MULTILINE))
 
 
 def _config_keys(model: type[BaseModel], prefix: str = "") -> list[str]:

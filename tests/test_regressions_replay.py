@@ -10,11 +10,10 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import Any, ClassVar, Literal
 
 import pytest
 from pydantic import BaseModel, ConfigDict
@@ -22,6 +21,7 @@ from turnwatch.exporters.regressions.config import RegressionConfig
 from turnwatch.exporters.regressions.schema import validate_case
 from turnwatch.scorers.flagging import Flagger
 
+from tests.support_bot import Bot, serve_handler
 from tests.test_regressions_cases import incident, refund_over_limit, store_at
 from tests.test_scorers_builders import ORDER_A, SUPPORT_CONTRACT, bot, call, session, user
 from turnwatch.app.regressions import add_regressions_parser, run_regressions
@@ -70,22 +70,10 @@ class ScriptedChatbot(BaseHTTPRequestHandler):
         pass
 
 
-class Bot(NamedTuple):
-    url: str
-    requests: list[dict[str, Any]]
-
-
 def chatbot(behaviour: Literal["good", "bad"]) -> Iterator[Bot]:
     handler = type("Bot", (ScriptedChatbot,), {"behaviour": behaviour, "requests": []})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    # A short poll interval: shutdown() waits for the loop to look (0.5 s by default).
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield Bot(f"http://127.0.0.1:{server.server_address[1]}/v1", handler.requests)
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_handler(handler) as (bot, _):
+        yield bot
 
 
 @pytest.fixture

@@ -17,12 +17,13 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.collector.revision_clock import REVISION_COUNTER_SPAN, RevisionClock
 
 from tests.conversations import conversation_spans, received
 from tests.stages import assembling_pipeline
 from turnwatch.app.settings import load_settings
 from turnwatch.bus.records import SESSIONS, revision_of
-from turnwatch.revisions import REVISION_COUNTER_SPAN, RevisionClock, SeenRevisions
+from turnwatch.revisions import SeenRevisions
 from turnwatch.schema import Session
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,6 +10,7 @@ from datetime import timedelta
 
 import pytest
 from prometheus_client import CollectorRegistry
+from turnwatch.collector.revision_clock import RevisionClock
 from turnwatch.exporters.sessions.config import RetentionConfig
 from turnwatch.exporters.sessions.database import PostgresDatabase, SqliteDatabase
 from turnwatch.exporters.sessions.metrics import SessionStoreMetrics
@@ -19,7 +20,6 @@ from turnwatch.exporters.sessions.store import SessionStore
 
 from tests.postgres_server import PostgresServer
 from tests.session_records import START, failing, healthy, incident, relevancy, scored
-from turnwatch.revisions import RevisionClock
 from turnwatch.scores import Part
 
 NOW = START.timestamp()

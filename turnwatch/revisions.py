@@ -1,5 +1,4 @@
-"""Revision identity: the clock session revisions are numbered by (`RevisionClock`), and seen
-revisions, the guard that makes at-least-once delivery count each session revision once.
+"""Seen revisions: the guard that makes at-least-once delivery count each session revision once.
 
 A redelivery (a rebalance, a restarted consumer replaying its last poll, the same incident read
 again) comes soon after the first delivery, so remembering the most recent revisions is enough.
@@ -10,13 +9,8 @@ at 100 000 entries a collision (one revision wrongly taken as seen) has odds of 
 from __future__ import annotations
 
 import hashlib
-import time
-from collections.abc import Callable
 
 from turnwatch.lru import LRU
-
-REVISION_COUNTER_SPAN = 1024
-"""Revisions per millisecond before the revision clock runs ahead of the wall clock."""
 
 
 def _digest(topic: str, session_id: str, revision: int | str | None) -> bytes:
@@ -55,25 +49,3 @@ class SeenRevisions:
 
     def __len__(self) -> int:
         return len(self._digests)
-
-
-class RevisionClock:
-    """Revision numbers that only grow, within a process and across restarts, with nothing
-    stored: the close time in milliseconds since the epoch times 1024, plus one for each further
-    close in the same millisecond (a hybrid logical clock). A conversation that returns after
-    its memory was dropped (`max_remembered_sessions`, the reopen window, a restart) gets a
-    number above every earlier one, so downstream deduplication by (session id, revision) never
-    takes it for a redelivery. Values stay below 2**53 (exact as a JSON double) until 2248.
-
-    It relies on the wall clock not stepping back past the last close across a restart (with
-    the write-ahead log on, replay moves it past every revision the log's done marks name);
-    within a process it never goes back whatever the clock does.
-    """
-
-    def __init__(self, wall_clock: Callable[[], float] = time.time) -> None:
-        self.wall_clock = wall_clock
-        self.last = 0
-
-    def next(self) -> int:
-        self.last = max(int(self.wall_clock() * 1000) * REVISION_COUNTER_SPAN, self.last + 1)
-        return self.last

@@ -17,6 +17,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    ValidationError,
     model_serializer,
 )
 
@@ -28,6 +29,13 @@ JsonValue = Any
 
 class WireModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+def first_problem(exc: ValidationError) -> str:
+    """The first validation error as `field.path: message`, for one-line error messages."""
+    error = exc.errors(include_input=False)[0]
+    where = ".".join(str(part) for part in error["loc"]) or "(root)"
+    return f"{where}: {error['msg']}"
 
 
 class SparseModel(WireModel):

@@ -11,9 +11,9 @@ null, turning a valid record into one no reader accepts. The models refuse them 
 bad number fails where it is made, never on the wire.
 
 `schema_version` 1 has grown optional fields since it was first written (`Finding.evidence`,
-`ScoreRecord.part`): records written before them still validate. A reader older than a field
-rejects records that carry it (the models forbid unknown keys), so upgrade exporters before
-scorers.
+`ScoreRecord.part`, `ScoreRecord.service_version`): records written before them still validate.
+A reader older than a field rejects records that carry it (the models forbid unknown keys), so
+upgrade exporters before scorers.
 """
 
 from __future__ import annotations
@@ -208,6 +208,11 @@ class ScoreRecord(WireModel):
     session_id: str
     revision: int = Field(ge=1)
     service: str
+    service_version: str | None = Field(
+        default=None,
+        description="The chatbot's `service.version` as the session recorded it: what release "
+        "gates and canary verdicts compare.",
+    )
     contract: ContractRef | None = Field(description="None: no contract, generic checks only.")
     scored_at: datetime
     session_ended_at: datetime | None = Field(

@@ -1,34 +1,50 @@
-"""Replay a regression case against a new chatbot version and score the new transcript.
+"""Replay regression cases (and scenario files) against a new chatbot version, K times each.
 
-The case's user turns are sent, in order, to an OpenAI-compatible chat endpoint
-(`POST {target}/chat/completions`). When the new version asks for a tool, replay answers with the
-recorded result of the same tool (the first unused recorded call with the same arguments, else
-the first unused one of that tool): the trajectory is replayed, not re-executed, so no side
-effect reaches a real system. A tool the recorded trace never called gets a placeholder answer
-and is listed as unrecorded. The transcript is scored by the same scorer and contract
-(`turnwatch.scorers.runner.Scorer`), and the case passes when none of the recorded failures
-recurs, there is no critical failure, joint success has not failed, and no new error-level
-finding appears.
-
-User turns are replayed as recorded even if the new answers would have led a real user
-elsewhere: a case tests that the recorded conversation no longer breaks, not every path.
+A simulated user (`simulator.py`; the deterministic `ScriptedUser` by default) speaks for the
+user: it starts with the user's goal, answers what the new version asks from the user's private
+state, and stops by the profile's stopping rule. The new version's tool calls are answered with
+the recorded results (`chat.py`), so no side effect reaches a real system. Each transcript is
+scored by the same checks, judge and contract as production (`Scorer.score_with_judge`), and the
+run compared with the recorded failures (`compare`): it passes when none of them recurs, there
+is no critical failure, joint success has not failed, and no new error-level finding appears. A
+failure at or after a turn where the simulator was unsure is counted as the simulator's
+(`results.RunOutcome.SIMULATOR`), apart from the chatbot's.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
-import httpx
-from turnwatch.exporters.regressions.model import Case, CaseToolCall
+from turnwatch.exporters.regressions.chat import (
+    ChatClient,
+    Completion,
+    RecordedTools,
+    ReplayError,
+    answer_tools,
+    openai_tools,
+)
+from turnwatch.exporters.regressions.profile import profile_of
+from turnwatch.exporters.regressions.results import ReplayRun, RunOutcome
+from turnwatch.exporters.regressions.scenario import Scenario
+from turnwatch.exporters.regressions.simulator import (
+    RecordedUser,
+    ScriptedUser,
+    SimulatedUser,
+    SimulatorNote,
+    StopReason,
+)
 from turnwatch.scorers.contract import Contract
 from turnwatch.scorers.runner import Scorer
+from turnwatch.scorers.summary import JOINT_CONDITIONS
 
 from turnwatch.schema import (
     CloseReason,
+    Provenance,
     Role,
     SamplingDecision,
     SamplingReason,
@@ -38,128 +54,58 @@ from turnwatch.schema import (
 )
 from turnwatch.scores import ScoreRecord, Severity, Status
 
-UNRECORDED = {"replay": "no recorded result for this tool"}
 SERIOUS = {Severity.ERROR, Severity.CRITICAL}
+MAX_USER_TURNS = 100
+"""A last bound on one replayed conversation, whatever the simulated user's own rule says."""
+
+UserKind = Literal["scripted", "recorded", "llm"]
+MakeUser = Callable[[Scenario, Contract | None, int], SimulatedUser]
+"""(scenario, its contract, which repetition) -> the simulated user of that run."""
 
 
-class ReplayError(Exception):
-    """The target could not be used (transport error, HTTP error, malformed answer)."""
+def scripted_user(scenario: Scenario, contract: Contract | None, repeat: int) -> SimulatedUser:
+    return ScriptedUser(profile_of(scenario, contract), contract)
 
 
-@dataclass
-class ReplayResult:
-    case_id: str
-    passed: bool
-    fixed: list[str] = field(default_factory=list)
-    still_failing: list[str] = field(default_factory=list)
-    new: list[str] = field(default_factory=list)
-    critical: list[str] = field(default_factory=list)
-    joint_success: bool | None = None
-    unrecorded_tools: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    error: str | None = None
-
-    def report(self) -> str:
-        verdict = "PASS" if self.passed else "FAIL"
-        if self.error:
-            return f"{verdict} {self.case_id}: {self.error}"
-        lines = [f"{verdict} {self.case_id} (joint success: {_joint(self.joint_success)})"]
-        lines += [f"  - fixed: {check}" for check in self.fixed]
-        lines += [f"  = still failing: {check}" for check in self.still_failing]
-        lines += [f"  + new: {item}" for item in self.new]
-        lines += [f"  ! critical: {check}" for check in self.critical]
-        if self.unrecorded_tools:
-            lines.append(f"  ? unrecorded tools: {', '.join(self.unrecorded_tools)}")
-        lines += [f"  note: {note}" for note in self.notes]
-        return "\n".join(lines)
+def recorded_user(scenario: Scenario, contract: Contract | None, repeat: int) -> SimulatedUser:
+    return RecordedUser([turn.content or "" for turn in scenario.user_turns()])
 
 
-def _joint(value: bool | None) -> str:
-    return {True: "passed", False: "failed", None: "unscored"}[value]
+@dataclass(frozen=True)
+class ReplayOptions:
+    model: str | None = None
+    max_tool_rounds: int = 8
+    send_system_prompt: bool = True
+    repeat: int = 1
+    release: str | None = None
+    """The release under test: recorded as the replayed sessions' `service.version`."""
 
 
-class ChatClient:
-    """A minimal OpenAI-compatible chat completions client."""
+class Scoring:
+    """The scorer on one event loop for the whole replay (the judge's client lives on it)."""
 
-    def __init__(
-        self,
-        target: str,
-        timeout: float = 30.0,
-        api_key: str | None = None,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        url = target.rstrip("/")
-        self.url = url if url.endswith("/chat/completions") else f"{url}/chat/completions"
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.Client(timeout=timeout, headers=headers, transport=transport)
+    def __init__(self, scorer: Scorer) -> None:
+        self.scorer = scorer
+        self._loop = asyncio.new_event_loop()
 
-    def complete(
-        self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": model, "messages": messages}
-        if tools:
-            body["tools"] = tools
-        try:
-            response = self._http.post(self.url, json=body)
-        except httpx.HTTPError as exc:
-            raise ReplayError(f"cannot reach the target ({type(exc).__name__})") from None
-        if response.status_code != 200:
-            raise ReplayError(f"the target answered HTTP {response.status_code}")
-        try:
-            message = response.json()["choices"][0]["message"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise ReplayError("the target's answer is not a chat completion") from None
-        if not isinstance(message, dict):
-            raise ReplayError("the target's answer is not a chat completion")
-        return message
+    def score(self, session: Session) -> tuple[ScoreRecord, int]:
+        """The session's score record and the judge requests it took."""
+        before = self._judge_calls()
+        record = self._loop.run_until_complete(self.scorer.score_with_judge(session))
+        return record, self._judge_calls() - before
+
+    def _judge_calls(self) -> int:
+        samples = [
+            sample
+            for metric in self.scorer.judge.telemetry.calls.collect()
+            for sample in metric.samples
+            if sample.name.endswith("_total")
+        ]
+        return int(sum(sample.value for sample in samples))
 
     def close(self) -> None:
-        self._http.close()
-
-
-class RecordedTools:
-    """The recorded tool calls of a case, handed out once each."""
-
-    def __init__(self, case: Case) -> None:
-        self.calls = [call for turn in case.turns for call in turn.tool_calls or []]
-        self.used: set[int] = set()
-
-    def answer(self, name: str, arguments: Any) -> CaseToolCall | None:
-        candidates = [
-            i for i, call in enumerate(self.calls) if call.name == name and i not in self.used
-        ]
-        same = [i for i in candidates if self.calls[i].arguments == arguments]
-        chosen = (same or candidates or [None])[0]
-        if chosen is None:
-            return None
-        self.used.add(chosen)
-        return self.calls[chosen]
-
-
-def openai_tools(case: Case, contract: Contract | None) -> list[dict[str, Any]]:
-    if contract is not None:
-        declared = {
-            name: (tool.description, tool.arguments) for name, tool in contract.tools.items()
-        }
-    else:
-        recorded = RecordedTools(case).calls
-        declared = {call.name: ("", {"type": "object"}) for call in recorded}
-    return [
-        {
-            "type": "function",
-            "function": {"name": name, "description": description, "parameters": schema},
-        }
-        for name, (description, schema) in declared.items()
-    ]
-
-
-def _arguments(raw: Any) -> Any:
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw) if raw.strip() else {}
-        except ValueError:
-            return raw
-    return raw
+        self._loop.run_until_complete(self.scorer.judge.aclose())
+        self._loop.close()
 
 
 @dataclass
@@ -167,102 +113,107 @@ class Conversation:
     turns: list[Turn] = field(default_factory=list)
     unrecorded: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    simulator_notes: list[SimulatorNote] = field(default_factory=list)
+    stop: StopReason | None = None
 
-    def add(self, role: Role, text: str | None = None, calls: list[ToolCall] | None = None):
-        self.turns.append(Turn(index=len(self.turns), role=role, text=text, tool_calls=calls or []))
+    def add(
+        self,
+        role: Role,
+        text: str | None = None,
+        calls: list[ToolCall] | None = None,
+        completion: Completion | None = None,
+    ) -> None:
+        self.turns.append(
+            Turn(
+                index=len(self.turns),
+                role=role,
+                text=text,
+                tool_calls=calls or [],
+                latency_ms=completion.latency_ms if completion else None,
+                usage=completion.usage if completion else None,
+                model=completion.model if completion else None,
+            )
+        )
 
 
 def converse(
-    case: Case,
+    scenario: Scenario,
     client: ChatClient,
     model: str,
     tools: list[dict[str, Any]],
-    max_tool_rounds: int,
-    send_system_prompt: bool = True,
+    user: SimulatedUser,
+    options: ReplayOptions,
 ) -> Conversation:
-    recorded = RecordedTools(case)
+    recorded = RecordedTools(scenario.turns)
     conversation = Conversation()
     messages: list[dict[str, Any]] = []
-    instructions = case.initial_state.system_instructions
-    if send_system_prompt and instructions:
-        messages.append({"role": "system", "content": "\n\n".join(instructions)})
-    for turn in case.turns:
-        if turn.role is not Role.USER:
-            continue
-        content = turn.content or ""
-        messages.append({"role": "user", "content": content})
-        conversation.add(Role.USER, content)
-        for _ in range(max_tool_rounds):
-            message = client.complete(model, messages, tools)
-            requested = message.get("tool_calls") or []
-            text = message.get("content")
-            if not requested:
-                conversation.add(Role.ASSISTANT, text if isinstance(text, str) else None)
-                messages.append({"role": "assistant", "content": text or ""})
-                break
-            calls, replies = _answer_tools(requested, recorded, conversation)
-            conversation.add(Role.ASSISTANT, text if isinstance(text, str) else None, calls)
-            messages.append({"role": "assistant", "content": text, "tool_calls": requested})
-            messages.extend(replies)
-        else:
-            conversation.notes.append(
-                f"turn {turn.turn_id}: still calling tools after {max_tool_rounds} rounds"
-            )
-    return conversation
+    if options.send_system_prompt and scenario.system_instructions:
+        messages.append({"role": "system", "content": "\n\n".join(scenario.system_instructions)})
+    move = user.first()
+    while True:
+        conversation.simulator_notes.extend(move.notes)
+        if move.text is None:
+            conversation.stop = move.stop
+            return conversation
+        if sum(turn.role is Role.USER for turn in conversation.turns) >= MAX_USER_TURNS:
+            conversation.notes.append(f"stopped after {MAX_USER_TURNS} user turns")
+            return conversation
+        messages.append({"role": "user", "content": move.text})
+        conversation.add(Role.USER, move.text)
+        _respond(client, model, tools, messages, recorded, conversation, options)
+        move = user.next(session_of(scenario, conversation.turns, options))
 
 
-def _answer_tools(
-    requested: list[Any], recorded: RecordedTools, conversation: Conversation
-) -> tuple[list[ToolCall], list[dict[str, Any]]]:
-    calls, replies = [], []
-    for number, item in enumerate(requested):
-        if not isinstance(item, dict):
-            continue
-        function = item.get("function") or {}
-        name = str(function.get("name") or "unknown")
-        call_id = str(item.get("id") or f"replay_{number}")
-        arguments = _arguments(function.get("arguments"))
-        answer = recorded.answer(name, arguments)
-        if answer is None:
-            conversation.unrecorded.append(name)
-            calls.append(ToolCall(id=call_id, name=name, arguments=arguments))
-            content: Any = UNRECORDED
-        else:
-            calls.append(
-                ToolCall(
-                    id=call_id,
-                    name=name,
-                    arguments=arguments,
-                    result=answer.result,
-                    error=answer.error,
-                )
-            )
-            content = {"error": answer.error} if answer.error else answer.result
-        replies.append(
-            {
-                "role": "tool",
-                "tool_call_id": call_id,
-                "content": content if isinstance(content, str) else json.dumps(content),
-            }
-        )
-    return calls, replies
+def _respond(
+    client: ChatClient,
+    model: str,
+    tools: list[dict[str, Any]],
+    messages: list[dict[str, Any]],
+    recorded: RecordedTools,
+    conversation: Conversation,
+    options: ReplayOptions,
+) -> None:
+    """The new version's reply to the last user turn: tool rounds until it answers in text."""
+    for _ in range(options.max_tool_rounds):
+        completion = client.complete(model, messages, tools)
+        message = completion.message
+        requested = message.get("tool_calls") or []
+        content = message.get("content")
+        text = content if isinstance(content, str) else None
+        if not isinstance(requested, list) or not requested:
+            conversation.add(Role.ASSISTANT, text, completion=completion)
+            messages.append({"role": "assistant", "content": text or ""})
+            return
+        calls, replies = answer_tools(requested, recorded, conversation.unrecorded)
+        conversation.add(Role.ASSISTANT, text, calls, completion)
+        messages.append({"role": "assistant", "content": text, "tool_calls": requested})
+        messages.extend(replies)
+    user_turn = sum(turn.role is Role.USER for turn in conversation.turns)
+    conversation.notes.append(
+        f"user turn {user_turn}: still calling tools after {options.max_tool_rounds} rounds"
+    )
 
 
-def session_of(case: Case, conversation: Conversation) -> Session:
+def session_of(
+    scenario: Scenario, turns: list[Turn], options: ReplayOptions, repeat: int = 0
+) -> Session:
     now = datetime.now(UTC)
+    session_id = f"replay-{scenario.scenario_id}-{repeat}"
+    models = sorted({turn.model for turn in turns if turn.model})
     return Session(
-        session_id=f"replay-{case.case_id}",
+        session_id=session_id,
         revision=1,
-        conversation_key=f"replay-{case.case_id}",
+        conversation_key=session_id,
         key_source="replay",
-        service=case.signature.service,
-        user_id=case.initial_state.user_id,
+        service=scenario.service,
+        user_id=scenario.user_id,
         # Replayed from de-identified turns; the answers never saw raw values.
         deidentified=True,
+        provenance=Provenance(models=models, service_version=options.release),
         started_at=now,
         ended_at=now,
-        system_instructions=list(case.initial_state.system_instructions),
-        turns=conversation.turns,
+        system_instructions=list(scenario.system_instructions),
+        turns=turns,
         close_reason=CloseReason.END_MARKER,
         sampling=SamplingDecision(
             sampled=True, reason=SamplingReason.RATE, rate=1.0, hash_fraction=0.0
@@ -270,89 +221,151 @@ def session_of(case: Case, conversation: Conversation) -> Session:
     )
 
 
-def judge(case: Case, record: ScoreRecord) -> ReplayResult:
-    """Compare the new score record with the case's recorded findings."""
-    before = {item.check for item in case.findings.failed_checks}
+@dataclass(frozen=True)
+class Comparison:
+    passed: bool
+    fixed: list[str]
+    still_failing: list[str]
+    new: list[str]
+    critical: list[str]
+    joint_success: bool | None
+    failure_turns: list[int | None]
+    """Turns of the findings that make the run fail (None: the whole session)."""
+
+
+def compare(scenario: Scenario, record: ScoreRecord) -> Comparison:
+    """The new score record against the scenario's recorded failures."""
+    before = set(scenario.recorded_failures)
     failed = {r.check: r for r in record.results() if r.status is Status.FAILED}
-    serious_new = sorted(
+    serious_new = {
         check
         for check, result in failed.items()
         if check not in before and any(f.severity in SERIOUS for f in result.findings)
-    )
+    }
     critical = sorted({finding.check for finding in record.critical_failures})
     still = sorted(before & failed.keys())
-    new = [
-        f"{check} ({max((f.severity for f in result.findings), key=_rank).value})"
-        for check, result in sorted(failed.items())
-        if check not in before
-    ]
     joint = record.joint_success.value
-    passed = not critical and joint is not False and not still and not serious_new
-    return ReplayResult(
-        case_id=case.case_id,
-        passed=passed,
+    failing = set(still) | serious_new | set(critical)
+    if joint is False:
+        failing |= {check for check in failed if check in _joint_checks(record)}
+    return Comparison(
+        passed=not critical and joint is not False and not still and not serious_new,
         fixed=sorted(before - failed.keys()),
         still_failing=still,
-        new=new,
+        new=[
+            f"{check} ({max((f.severity for f in result.findings), key=_rank).value})"
+            for check, result in sorted(failed.items())
+            if check not in before
+        ],
         critical=critical,
         joint_success=joint,
+        failure_turns=[f.turn_index for check in failing for f in failed[check].findings]
+        if failing
+        else [],
     )
+
+
+def _joint_checks(record: ScoreRecord) -> set[str]:
+    return {JOINT_CONDITIONS[name] for name in record.joint_success.conditions}
 
 
 def _rank(severity: Severity) -> int:
     return list(Severity).index(severity)
 
 
-def replay_case(
-    case: Case,
+def attribute(comparison: Comparison, notes: list[SimulatorNote]) -> RunOutcome:
+    """Whose failure a failed run is: the simulator's when it broke a rule, or when the first
+    failing finding comes at or after the first turn where it was unsure."""
+    if comparison.passed:
+        return RunOutcome.PASSED
+    if any(note.kind == "violation" for note in notes):
+        return RunOutcome.SIMULATOR
+    unsure = [note.turn_index for note in notes if note.kind == "unsure"]
+    if not unsure:
+        return RunOutcome.FAILED
+    turns = [turn for turn in comparison.failure_turns if turn is not None]
+    whole_session = not turns or None in comparison.failure_turns
+    if whole_session or min(turns) >= min(unsure):
+        return RunOutcome.SIMULATOR
+    return RunOutcome.FAILED
+
+
+def replay_scenario(
+    scenario: Scenario,
     client: ChatClient,
-    scorer: Scorer,
-    model: str | None = None,
-    max_tool_rounds: int = 8,
-    send_system_prompt: bool = True,
-) -> ReplayResult:
-    contract = scorer.registry.for_service(case.signature.service)
+    scoring: Scoring,
+    make_user: MakeUser = scripted_user,
+    options: ReplayOptions | None = None,
+    repeat: int = 0,
+) -> ReplayRun:
+    options = options or ReplayOptions()
+    started = time.perf_counter()
+    scorer = scoring.scorer
+    contract = scorer.registry.for_service(scenario.service)
     # A fresh scorer knows no other user's tokens; the case names those this conversation leaked.
-    for token, owner in case.initial_state.known_token_owners.items():
+    for token, owner in scenario.known_token_owners.items():
         scorer.owner_index.learn(token, owner)
-    model = model or next(iter(case.provenance.models), "default")
+    model = options.model or next(iter(scenario.models), "default")
+    user = make_user(scenario, contract, repeat)
+    base = {
+        "case_id": scenario.scenario_id,
+        "repeat": repeat,
+        "seed": user.info.seed,
+        "slices": list(scenario.slices),
+    }
     try:
         conversation = converse(
-            case,
-            client,
-            model,
-            openai_tools(case, contract),
-            max_tool_rounds,
-            send_system_prompt,
+            scenario, client, model, openai_tools(scenario.turns, contract), user, options
         )
     except ReplayError as exc:
-        return ReplayResult(case_id=case.case_id, passed=False, error=str(exc))
-    result = judge(case, scorer.score(session_of(case, conversation)))
-    result.unrecorded_tools = sorted(set(conversation.unrecorded))
-    result.notes = conversation.notes
-    recorded_rubric = case.rubric_version
+        seconds = time.perf_counter() - started
+        return ReplayRun(**base, outcome=RunOutcome.ERROR, error=str(exc), seconds=seconds)
+    session = session_of(scenario, conversation.turns, options, repeat)
+    record, judge_calls = scoring.score(session)
+    comparison = compare(scenario, record)
+    notes = list(conversation.notes)
     current_rubric = f"{contract.id}@{contract.version}" if contract else "generic"
-    if recorded_rubric != current_rubric:
-        result.notes.append(f"contract changed: recorded {recorded_rubric}, now {current_rubric}")
-    return result
+    if scenario.rubric_version != current_rubric:
+        notes.append(f"contract changed: recorded {scenario.rubric_version}, now {current_rubric}")
+    return ReplayRun(
+        **base,
+        outcome=attribute(comparison, conversation.simulator_notes),
+        fixed=comparison.fixed,
+        still_failing=comparison.still_failing,
+        new=comparison.new,
+        critical=comparison.critical,
+        joint_success=comparison.joint_success,
+        stop=conversation.stop,
+        simulator_notes=conversation.simulator_notes,
+        unrecorded_tools=sorted(set(conversation.unrecorded)),
+        notes=notes,
+        seconds=time.perf_counter() - started,
+        judge_calls=judge_calls,
+        session=session,
+        score=record,
+    )
 
 
-Progress = Callable[[int, int, ReplayResult], None]
+Progress = Callable[[int, int, ReplayRun], None]
 
 
-def replay_cases(
-    cases: list[Case],
+def replay_all(
+    scenarios: list[Scenario],
     client: ChatClient,
-    scorer: Scorer,
-    model: str | None = None,
-    max_tool_rounds: int = 8,
-    send_system_prompt: bool = True,
+    scoring: Scoring,
+    make_user: MakeUser = scripted_user,
+    options: ReplayOptions | None = None,
     progress: Progress | None = None,
-) -> list[ReplayResult]:
-    results = []
-    for number, case in enumerate(cases, start=1):
-        result = replay_case(case, client, scorer, model, max_tool_rounds, send_system_prompt)
-        results.append(result)
-        if progress is not None:
-            progress(number, len(cases), result)
-    return results
+) -> list[ReplayRun]:
+    """Every scenario `options.repeat` times: one round over all of them, then the next, so a
+    drift of the target over time spreads over every case instead of hitting the last ones."""
+    options = options or ReplayOptions()
+    total = len(scenarios) * options.repeat
+    runs = []
+    for repeat in range(options.repeat):
+        for scenario in scenarios:
+            run = replay_scenario(scenario, client, scoring, make_user, options, repeat)
+            runs.append(run)
+            if progress is not None:
+                progress(len(runs), total, run)
+    return runs

@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from turnwatch.scorers.phrases import FACT_QUESTIONS, SINGLE_VALUED, tokens
+from turnwatch.scorers.contract import Contract
+from turnwatch.scorers.phrases import FACT_QUESTIONS, SINGLE_VALUED, asking_sentences, tokens
 from turnwatch.scorers.scorer import Context
 from turnwatch.scorers.sentences import is_question, numbers
 
@@ -113,7 +114,28 @@ def slot_specs(ctx: Context) -> list[SlotSpec]:
 
 
 def _specs(ctx: Context) -> list[SlotSpec]:
-    contract = ctx.contract
+    return specs_for(ctx.contract)
+
+
+def asked_slots(text: str, specs: list[SlotSpec]) -> list[str]:
+    """The slots an assistant text asks the user for, in the order it asks; a sentence that
+    already holds a value of the slot (confirming it) does not ask for it."""
+    return [
+        spec.name
+        for sentence in asking_sentences(text)
+        for spec in specs
+        if spec.ask.search(sentence) and not spec.values_in(sentence)
+    ]
+
+
+def token_specs(contract: Contract | None) -> list[SlotSpec]:
+    """The slots whose values are de-identification tokens of one type, named by that type
+    (what a simulated user holds as private facts)."""
+    return [spec for spec in specs_for(contract) if spec.entities == {spec.name}]
+
+
+def specs_for(contract: Contract | None) -> list[SlotSpec]:
+    """The built-in slots (named by token type, plus `amount` and `date`) and the contract's."""
     questions = {**FACT_QUESTIONS, **(contract.fact_questions if contract is not None else {})}
     specs = [
         SlotSpec(

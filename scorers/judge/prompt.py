@@ -30,9 +30,14 @@ class Prompt:
         return len(self.template.template)
 
 
-@cache
 def load(name: str) -> Prompt:
-    text = (PROMPTS / f"{name}.txt").read_text(encoding="utf-8")
+    return load_from(PROMPTS, name)
+
+
+@cache
+def load_from(directory: Path, name: str) -> Prompt:
+    """`directory/name.txt` as a prompt (other stages keep their prompts beside their code)."""
+    text = (directory / f"{name}.txt").read_text(encoding="utf-8")
     version = hashlib.sha256(text.encode()).hexdigest()[:12]
     return Prompt(name, version, Template(text))
 

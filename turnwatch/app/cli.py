@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from turnwatch import __version__, collector
 from turnwatch.app.calibrate import add_calibrate_parser, run_calibrate
 from turnwatch.app.demo.cli import add_demo_parser, run_demo
+from turnwatch.app.gate import add_gate_parser, run_gate
 from turnwatch.app.regressions import add_regressions_parser, run_regressions
 from turnwatch.app.sessions import add_sessions_parser, run_sessions
 from turnwatch.app.settings import ConfigError, Settings, load_settings
@@ -38,11 +39,12 @@ def _parser() -> argparse.ArgumentParser:
     add_sessions_parser(commands)
     add_calibrate_parser(commands)
     add_demo_parser(commands)
+    add_gate_parser(commands)
     serve = commands.add_parser("serve", help="run turnwatch (all roles in one process)")
     serve.add_argument("--config", type=Path, help="YAML configuration file")
     serve.add_argument(
         "--role",
-        choices=["all", "collector", "scorer", "exporter"],
+        choices=["all", "collector", "sessionizer", "scorer", "exporter"],
         default="all",
         help="run one role only (needs Kafka: --kafka or TURNWATCH_KAFKA_BOOTSTRAP)",
     )
@@ -92,6 +94,13 @@ def _run_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if settings.routing.mode == "route" and not settings.bus.kafka.bootstrap:
+        print(
+            "turnwatch: routing.mode: route needs Kafka: pass --kafka BOOTSTRAP or set "
+            "TURNWATCH_KAFKA_BOOTSTRAP (the sessionizer role reads what the collector routes)",
+            file=sys.stderr,
+        )
+        return 2
     configure_logging(settings.log.level)
     return _serve_until_signalled(settings, args.role)
 
@@ -109,7 +118,7 @@ def _announcer(settings: Settings, role: str) -> Callable[[Service], None]:
     def announce(service: Service) -> None:
         ports = service.ports
         ops = f"ops http://{settings.ops.host}:{ports.ops}/metrics"
-        if role in ("scorer", "exporter"):
+        if role in ("sessionizer", "scorer", "exporter"):
             print(f"turnwatch {__version__} ({role}): {ops}", flush=True)
             return
         print(
@@ -168,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_calibrate(args)
     if args.command == "demo":
         return run_demo(args)
+    if args.command == "gate":
+        return run_gate(args)
     return 2
 
 

@@ -2,7 +2,9 @@
 
 `build_collector` is how `turnwatch serve` composes it, always with de-identification in front of
 the output. `CollectorRole` itself takes whatever next stage it is given: a test that wants the raw
-sessions composes one in front of a capturing stage.
+sessions composes one in front of a capturing stage. With `routing.mode: route` the collector
+only decodes and routes sealed observations to the sessionizer role (`sessionizer_role.py`); it
+loads no Presidio, since nothing readable leaves it.
 
 With `wal.enabled`, the role opens the write-ahead log before anything else, replays it before the
 receivers bind their ports, and closes it last.
@@ -22,7 +24,7 @@ from turnwatch.bus.base import Bus
 from turnwatch.bus.records import SESSIONS, RecordTooLarge
 from turnwatch.collector.deid.secret import load_secret
 from turnwatch.collector.handoff import Handoff
-from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.collector.observations import ObservationCodec
 from turnwatch.collector.otlp_grpc import create_grpc_server
 from turnwatch.collector.otlp_http import create_otlp_app
 from turnwatch.collector.pipeline import (
@@ -32,6 +34,8 @@ from turnwatch.collector.pipeline import (
     SessionSink,
 )
 from turnwatch.collector.receiver import Receiver
+from turnwatch.collector.router import ObservationRouter
+from turnwatch.collector.sealing import Sealer
 from turnwatch.collector.wal.durability import Durability
 from turnwatch.collector.wal.metrics import WalMetrics
 from turnwatch.exporters.ops import ReadinessCheck
@@ -63,13 +67,22 @@ class CollectorRole:
         context: ServiceContext,
         next_stage: SessionSink,
         close: Callable[[], None] | None = None,
+        sealer: Sealer | None = None,
     ) -> None:
+        """With a `sealer`, the collector routes observations to the bus instead of building
+        sessions (its handoff then stays empty)."""
         config = context.settings.collector
-        metrics = CollectorMetrics(context.registry)
+        metrics = context.collector_metrics()
         build = SessionBuilder(config.service_fallback, metrics)
         self.wal = open_wal(context) if config.wal.enabled else None
         self.handoff = Handoff(config.handoff, metrics, build, next_stage)
-        self.pipeline = CollectorPipeline(config, metrics, self.handoff, wal=self.wal)
+        self.router: ObservationRouter | None = None
+        if sealer is not None:
+            codec = ObservationCodec(sealer)
+            self.router = ObservationRouter(config.routing, codec, metrics, context.bus().publish)
+        self.pipeline = CollectorPipeline(
+            config, metrics, self.handoff, wal=self.wal, router=self.router
+        )
         self.otlp = context.settings.otlp
         self.drain_timeout = config.handoff.shutdown_timeout_seconds
         self.lost_at_shutdown = 0
@@ -83,7 +96,7 @@ class CollectorRole:
     def readiness(self) -> dict[str, ReadinessCheck]:
         overloaded = self.pipeline.overloaded
         checks: dict[str, ReadinessCheck] = {
-            "pipeline": lambda: "handoff queue saturated" if overloaded() else None
+            "pipeline": lambda: "handoff or routing queue saturated" if overloaded() else None
         }
         wal = self.wal
         if wal is not None:
@@ -119,6 +132,8 @@ class CollectorRole:
             self._grpc_server = grpc_server
         self._serving = asyncio.create_task(self._server.serve(sockets=[sock]), name="otlp-http")
         self._tasks.append(asyncio.create_task(self.pipeline.run_sweeper(), name="sweeper"))
+        if self.router is not None:
+            self._tasks.append(asyncio.create_task(self.router.run(), name="router"))
 
     async def stop(self) -> None:
         """Stop receiving, close every open session and wait for the next stage to take them."""
@@ -140,6 +155,12 @@ class CollectorRole:
     async def _drain(self) -> None:
         # Not wait_for: drain() swallows its own cancellation, so wait_for would return as if
         # it had finished and a timed-out drain would go unreported.
+        if self.router is not None:
+            routed = asyncio.create_task(self.router.drain(), name="drain-router")
+            if not (await asyncio.wait({routed}, timeout=self.drain_timeout))[0]:
+                lost = self.router.queue.qsize()
+                log.error("routing drain timed out", extra={"lost_records": lost})
+                routed.cancel()
         drain = asyncio.create_task(self.handoff.drain(), name="drain")
         finished, _ = await asyncio.wait({drain}, timeout=self.drain_timeout)
         if finished:
@@ -172,7 +193,7 @@ def open_wal(context: ServiceContext) -> Durability:
     return Durability(settings.wal, directory, secret, WalMetrics(context.registry))
 
 
-def check_bus_keeps_sessions(settings: Settings) -> None:
+def check_wal_fits(settings: Settings) -> None:
     """The log lets go of a session once the bus has it: an embedded bus in memory would then
     hold the only copy, and a crash would lose it after all."""
     in_memory = not settings.bus.kafka.bootstrap and not settings.bus.embedded.spool
@@ -181,6 +202,26 @@ def check_bus_keeps_sessions(settings: Settings) -> None:
             "wal.enabled needs a bus that keeps what it takes: set bus.embedded.spool: true "
             "(or use Kafka)"
         )
+    if settings.wal.enabled and settings.routing.mode == "route":
+        # A routing collector builds no sessions, so nothing would hold its frames until the
+        # bus has the observations: the log would promise what it does not keep.
+        raise ConfigError(
+            "wal.enabled needs routing.mode: sessionize (a routing collector keeps no sessions)"
+        )
+
+
+def shared_secret(settings: Settings) -> bytes:
+    """The deployment secret the distributed layout seals observations with: configured, never
+    generated, since every collector and sessionizer must hold the same one."""
+    from turnwatch.collector.deid.secret import SecretError, load_secret
+
+    deid = settings.deid
+    if deid.secret is None and deid.secret_file is None:
+        raise SecretError(
+            "the distributed layout (routing.mode: route, --role sessionizer) needs deid.secret "
+            "or deid.secret_file: every collector and sessionizer must share one key"
+        )
+    return load_secret(deid, settings.mode, settings.data_dir)
 
 
 def build_collector(context: ServiceContext, output: SessionSink | None = None) -> CollectorRole:
@@ -192,7 +233,11 @@ def build_collector(context: ServiceContext, output: SessionSink | None = None) 
 
     settings = context.settings
     if output is None:
-        check_bus_keeps_sessions(settings)
+        check_wal_fits(settings)
+    if settings.routing.mode == "route":
+        if not settings.bus.kafka.bootstrap:
+            raise ValueError("routing.mode: route needs Kafka (bus.kafka.bootstrap)")
+        return CollectorRole(context, LoggingSink(), sealer=Sealer(shared_secret(settings)))
     deidentifying = build_deidentifying_sink(
         settings.deid,
         settings.mode,

@@ -11,6 +11,7 @@ from turnwatch.app.settings import Settings
 from turnwatch.bus.base import Bus
 from turnwatch.bus.config import BusConfig
 from turnwatch.bus.metrics import BusMetrics
+from turnwatch.collector.metrics import CollectorMetrics
 
 
 def build_bus(config: BusConfig, metrics: BusMetrics, data_dir: Path) -> Bus:
@@ -32,6 +33,15 @@ class ServiceContext:
     built_bus: Bus | None = None
     """None until a role asks for the bus: a collector composed in front of another stage
     (a test's capturing stage) runs without one."""
+
+    built_collector_metrics: CollectorMetrics | None = None
+
+    def collector_metrics(self) -> CollectorMetrics:
+        """One set per process: a routing collector and a sessionizer may share it (`serve`
+        with `routing.mode: route` runs both)."""
+        if self.built_collector_metrics is None:
+            self.built_collector_metrics = CollectorMetrics(self.registry)
+        return self.built_collector_metrics
 
     def bus(self) -> Bus:
         if self.built_bus is None:

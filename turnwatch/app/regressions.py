@@ -2,7 +2,8 @@
 
 `turnwatch/app/cli.py` adds the sub-command with `add_regressions_parser(commands)` and dispatches
 `args.command == "regressions"` to `run_regressions(args)`. Exit codes: 0 fine, 1 a replayed case
-failed (or could not be replayed), 2 usage or configuration error.
+failed (or could not be replayed), 2 usage or configuration error. Replay itself runs in
+`turnwatch/app/replay.py`.
 """
 
 from __future__ import annotations
@@ -58,9 +59,35 @@ def add_regressions_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     replay.add_argument("--case", action="append", default=[], help="replay only this case id")
     replay.add_argument(
+        "--scenario",
+        action="append",
+        type=Path,
+        default=[],
+        help="a scenario file (dataset schema) or a directory of them, replayed instead of the "
+        "stored cases",
+    )
+    replay.add_argument(
         "--no-system-prompt",
         action="store_true",
         help="do not send the recorded system prompt (the target brings its own)",
+    )
+    replay.add_argument("--repeat", type=int, default=1, help="runs per case (default 1)")
+    replay.add_argument("--out", type=Path, help="write every run, scored, to this JSON file")
+    replay.add_argument("--release", help="name of the release under test (stored in --out)")
+    replay.add_argument(
+        "--user",
+        choices=["scripted", "recorded", "llm"],
+        default="scripted",
+        help="who speaks for the user: the deterministic simulated user (default), the "
+        "recorded turns verbatim, or a model (--simulator-url)",
+    )
+    replay.add_argument("--simulator-url", help="OpenAI-compatible base URL of --user llm")
+    replay.add_argument("--simulator-model", default="gpt-4o-mini", help="model of --user llm")
+    replay.add_argument("--simulator-seed", type=int, default=0, help="seed of --user llm")
+    replay.add_argument(
+        "--simulator-api-key-env",
+        default="TURNWATCH_SIMULATOR_API_KEY",
+        help="environment variable holding the simulator endpoint's bearer token",
     )
     _filters(replay)
     return parser
@@ -88,8 +115,10 @@ def _when(value: str) -> datetime:
 
 
 def run_regressions(
-    args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr
+    args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
+    # Resolved per call, not at import: a caller that redirects sys.stdout is heard.
+    out, err = out or sys.stdout, err or sys.stderr
     from turnwatch.app.settings import ConfigError, load_settings
 
     overrides = {"data_dir": args.data_dir} if args.data_dir else None
@@ -110,6 +139,8 @@ def run_regressions(
     filters = Filters(args.service, args.check, args.slice, args.since, args.until)
     if command == "list":
         return _list(store, filters, args, out)
+    if command == "replay" and args.scenario:
+        return _replay_scenarios(settings, args, out, err)
     summaries = paginate(store.summaries(), filters, limit=10**9).items
     ids = [item.id for item in summaries]
     if command == "replay" and args.case:
@@ -121,7 +152,9 @@ def run_regressions(
     cases = [case for case_id in ids if (case := store.get(case_id)) is not None]
     if command == "export":
         return _export(cases, args, out)
-    return _replay(cases, settings, settings.regressions, args, out, err)
+    from turnwatch.exporters.regressions.scenario import Scenario
+
+    return _replay([Scenario.of_case(case) for case in cases], settings, args, out, err)
 
 
 def _list(store: CaseStore, filters: Filters, args: argparse.Namespace, out: TextIO) -> int:
@@ -153,58 +186,42 @@ def _export(cases: list[Case], args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _replay(cases, settings, config, args, out: TextIO, err: TextIO) -> int:
-    from turnwatch.exporters.regressions.replay import ChatClient, ReplayResult, replay_cases
-    from turnwatch.scorers.runner import Scorer
+def _replay_scenarios(settings: Any, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from turnwatch.exporters.regressions.scenario import ScenarioInvalid, load_scenarios
 
-    if not cases:
+    try:
+        scenarios = load_scenarios(args.scenario)
+    except ScenarioInvalid as exc:
+        print(f"turnwatch: {exc}", file=err)
+        return 2
+    return _replay(scenarios, settings, args, out, err)
+
+
+def _replay(scenarios, settings, args, out: TextIO, err: TextIO) -> int:
+    from turnwatch.app.replay import ReplayUsageError, run_replay
+
+    if not scenarios:
         print("turnwatch: no regression cases to replay", file=err)
         return 2
-    tty = err.isatty()
-
-    def progress(done: int, total: int, result: ReplayResult) -> None:
-        width = 30
-        bar = "#" * (width * done // total)
-        verdict = "pass" if result.passed else "FAIL"
-        line = f"replay [{bar:<{width}}] {done}/{total} {result.case_id} {verdict}"
-        # A terminal gets one updating line; a log file gets one line per case.
-        print(f"\r{line}" if tty else line, end="" if tty and done < total else "\n", file=err)
-
-    client = ChatClient(
-        args.target,
-        timeout=config.replay_timeout_seconds,
-        api_key=os.environ.get(args.api_key_env),
-    )
     try:
-        results = replay_cases(
-            cases,
-            client,
-            Scorer(settings.scorers),
-            model=args.model,
-            max_tool_rounds=config.replay_max_tool_rounds,
-            send_system_prompt=not args.no_system_prompt,
-            progress=progress,
-        )
-    finally:
-        client.close()
-    for result in results:
-        print(result.report(), file=out)
-    failed = sum(not result.passed for result in results)
-    print(f"{len(results) - failed} passed, {failed} failed", file=out)
-    return 1 if failed else 0
+        return run_replay(scenarios, settings, args, out, err)
+    except ReplayUsageError as exc:
+        print(f"turnwatch: {exc}", file=err)
+        return 2
 
 
-def replay_from_environment(case: dict[str, Any]):  # -> ReplayResult (lazy imports: pytest start)
+def replay_from_environment(case: dict[str, Any]):  # -> ReplayRun (lazy imports: pytest start)
     """The step of a module `regressions export --format pytest` writes: settings from the
     environment, one case (as its JSON) validated and replayed."""
-    import os
     from pathlib import Path
 
     import pytest
 
     from turnwatch.app.settings import load_settings
+    from turnwatch.exporters.regressions.chat import ChatClient
     from turnwatch.exporters.regressions.config import RegressionConfig
-    from turnwatch.exporters.regressions.replay import ChatClient, replay_case
+    from turnwatch.exporters.regressions.replay import ReplayOptions, Scoring, replay_scenario
+    from turnwatch.exporters.regressions.scenario import Scenario
     from turnwatch.scorers.runner import Scorer
 
     target = os.environ.get("TURNWATCH_REPLAY_TARGET")
@@ -218,13 +235,15 @@ def replay_from_environment(case: dict[str, Any]):  # -> ReplayResult (lazy impo
         timeout=regressions.replay_timeout_seconds,
         api_key=os.environ.get("TURNWATCH_REPLAY_API_KEY"),
     )
+    scoring = Scoring(Scorer(settings.scorers))
+    options = ReplayOptions(
+        model=os.environ.get("TURNWATCH_REPLAY_MODEL"),
+        max_tool_rounds=regressions.replay_max_tool_rounds,
+    )
     try:
-        return replay_case(
-            Case.model_validate(case),
-            client,
-            Scorer(settings.scorers),
-            model=os.environ.get("TURNWATCH_REPLAY_MODEL"),
-            max_tool_rounds=regressions.replay_max_tool_rounds,
+        return replay_scenario(
+            Scenario.of_case(Case.model_validate(case)), client, scoring, options=options
         )
     finally:
         client.close()
+        scoring.close()

@@ -1,4 +1,4 @@
-"""Role builders: what the collector, scorer and exporter roles attach to the bus.
+"""Role builders: what the collector, sessionizer, scorer and exporter roles attach to the bus.
 
 Each builder takes the service context and hands each stage only its own configuration block.
 `build_roles` composes them the way `turnwatch serve --role` runs them; the demo and tests
@@ -19,6 +19,7 @@ from turnwatch.app.collector_role import CollectorRole, build_collector
 from turnwatch.app.context import ServiceContext
 from turnwatch.app.settings import Settings
 from turnwatch.bus.base import Handler
+from turnwatch.bus.ledger import OffsetLedger
 from turnwatch.bus.plugins import RecordHandler, SessionProcessor, load_callable
 from turnwatch.bus.records import INCIDENTS, SCORES, SESSIONS, Output, Record
 from turnwatch.exporters.ops import ReadinessCheck
@@ -128,6 +129,12 @@ class Consumer:
     drain: Callable[[float], Awaitable[None]] | None = None
     """Finishes the role's work in progress at shutdown, within the seconds given (the scorer's:
     the sessions still being judged, whose judged parts it publishes)."""
+    ledger: OffsetLedger | None = None
+    """Set when the handler holds records past its return (the sessionizer's observations)."""
+    background: tuple[Callable[[], Awaitable[None]], ...] = ()
+    """Tasks that run while the role consumes (the sessionizer's sweeper and handoff)."""
+    close: Callable[[], None] | None = None
+    """Releases what the role holds once everything has stopped."""
 
 
 def build_scorer(context: ServiceContext, processor: SessionProcessor | None = None) -> Consumer:
@@ -179,7 +186,7 @@ def mount_exporter_routes(app: FastAPI, settings: Settings, exporters: Exporters
         include_web_ui(app, view)
 
 
-Role = Literal["all", "collector", "scorer", "exporter"]
+Role = Literal["all", "collector", "sessionizer", "scorer", "exporter"]
 
 
 @dataclass
@@ -192,10 +199,17 @@ class Roles:
 
 
 def build_roles(context: ServiceContext, role: Role = "all") -> Roles:
-    """`turnwatch serve --role ROLE`: the collector, the scorer and the exporter, or one of them."""
+    """`turnwatch serve --role ROLE`: the collector, the scorer and the exporter, or one of them
+    (the sessionizer runs only on its own, behind collectors in `routing.mode: route`)."""
     roles = Roles(role)
     if role in ("all", "collector"):
         roles.collector = build_collector(context)
+    routing = context.settings.routing.mode == "route"
+    if role == "sessionizer" or (role == "all" and routing):
+        # Imported here: it builds on this module's Consumer.
+        from turnwatch.app.sessionizer_role import build_sessionizer
+
+        roles.consumers.append(build_sessionizer(context))
     if role in ("all", "scorer"):
         roles.consumers.append(build_scorer(context))
     if role in ("all", "exporter"):

@@ -108,6 +108,7 @@ class _Running:
         self.ports = Ports()
         self.consumers_stop = asyncio.Event()
         self.consumers: list[asyncio.Task[None]] = []
+        self.background: list[asyncio.Task[None]] = []
         self.ops_server: Server | None = None
         self.ops_task: asyncio.Task[None] | None = None
 
@@ -129,6 +130,11 @@ class _Running:
             await collector.start(self.ports)
         if self.bus is not None:
             self.consumers = [self._consume(self.bus, role) for role in self.roles.consumers]
+        self.background = [
+            asyncio.create_task(work(), name=f"{role.name}-{work.__name__}")
+            for role in self.roles.consumers
+            for work in role.background
+        ]
         assert self.ops_server is not None
         while not (self.ops_server.started and (collector is None or collector.started)):
             await asyncio.sleep(0.01)
@@ -145,7 +151,9 @@ class _Running:
         self.ops_task = asyncio.create_task(self.ops_server.serve(sockets=[sock]), name="ops")
 
     def _consume(self, bus: Bus, role: Consumer) -> asyncio.Task[None]:
-        consume = bus.consume(role.topics, role.group, role.handler, self.consumers_stop)
+        consume = bus.consume(
+            role.topics, role.group, role.handler, self.consumers_stop, ledger=role.ledger
+        )
         task = asyncio.create_task(consume, name=role.name)
         task.add_done_callback(functools.partial(_report_consumer_exit, stop=self.consumers_stop))
         return task
@@ -186,6 +194,9 @@ class _Running:
         await self.ops_task
         if self.roles.collector is not None:
             self.roles.collector.close()
+        for consumer in self.roles.consumers:
+            if consumer.close is not None:
+                consumer.close()
         return dropped
 
     async def _stop_bus(self, bus: Bus) -> int:
@@ -207,6 +218,9 @@ class _Running:
                 # A record still in a handler is not acknowledged: it is delivered again later.
                 task.cancel()
         await asyncio.gather(*self.consumers, return_exceptions=True)
+        for task in self.background:
+            task.cancel()
+        await asyncio.gather(*self.background, return_exceptions=True)
         lost = await bus.close()
         if lost:
             log.error("embedded bus records lost at shutdown", extra={"lost_records": lost})

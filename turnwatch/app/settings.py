@@ -27,6 +27,7 @@ from turnwatch.collector.config import (
     DecoderConfig,
     HandoffConfig,
     OtlpConfig,
+    RoutingConfig,
     SamplingConfig,
     SessionConfig,
 )
@@ -76,6 +77,7 @@ class Settings(BaseSettings):
     handoff: HandoffConfig = Field(default_factory=HandoffConfig)
     decoders: DecoderConfig = Field(default_factory=DecoderConfig)
     wal: WalConfig = Field(default_factory=WalConfig)
+    routing: RoutingConfig = Field(default_factory=RoutingConfig)
     deid: DeidConfig = Field(default_factory=DeidConfig)
     bus: BusConfig = Field(default_factory=BusConfig)
     scorers: ScorerConfig = Field(default_factory=ScorerConfig)
@@ -108,6 +110,7 @@ class Settings(BaseSettings):
             handoff=self.handoff,
             decoders=self.decoders,
             wal=self.wal,
+            routing=self.routing,
         )
 
     @classmethod

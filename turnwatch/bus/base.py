@@ -6,7 +6,10 @@ hands each record to the handler, publishes what the handler returns, and only t
 the record (commits its offset), so a crash between the two means redelivery, never loss.
 Redeliveries are dropped by (topic, key, revision) per consumer group within one process (two
 groups reading one topic each see every record); across processes (a partition moving to another
-scorer) the next stage drops them the same way. `subscribe` declares a group before anything is
+scorer) the next stage drops them the same way. A consumer given an `OffsetLedger` (the
+sessionizer role) may hold records past its handler; it dedupes nothing itself, since a held
+record it is given again is one it dropped at a partition move and must take again.
+`subscribe` declares a group before anything is
 published: the embedded bus gives each group its own queue; Kafka's groups need nothing.
 """
 
@@ -18,6 +21,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
+from turnwatch.bus.ledger import OffsetLedger
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.records import (
     DEAD_LETTER,
@@ -47,7 +51,12 @@ class Bus(Protocol):
     def subscribe(self, topics: Sequence[str], group: str) -> None: ...
     async def publish(self, topic: str, key: str, record: Record) -> None: ...
     async def consume(
-        self, topics: Sequence[str], group: str, handler: Handler, stop: asyncio.Event
+        self,
+        topics: Sequence[str],
+        group: str,
+        handler: Handler,
+        stop: asyncio.Event,
+        ledger: OffsetLedger | None = None,
     ) -> None: ...
     def readiness(self) -> str | None: ...
     async def idle(self, timeout: float) -> bool: ...
@@ -71,11 +80,19 @@ def encode_for_publish(
 class RecordProcessor:
     """Decode -> dedupe -> handler -> publish outputs; poison and handler errors go to the DLQ."""
 
-    def __init__(self, bus: Bus, handler: Handler, max_record_bytes: int, dedupe: SeenRevisions):
+    def __init__(
+        self,
+        bus: Bus,
+        handler: Handler,
+        max_record_bytes: int,
+        dedupe: SeenRevisions,
+        ledger: OffsetLedger | None = None,
+    ):
         self.bus = bus
         self.handler = handler
         self.max_record_bytes = max_record_bytes
         self.dedupe = dedupe
+        self.ledger = ledger
 
     async def handle(
         self, topic: str, key: str | None, value: bytes | None, partition: int, offset: int
@@ -89,11 +106,17 @@ class RecordProcessor:
             metrics.consumed.labels(label, "dead_lettered").inc()
             return "dead_lettered"
         identity = (key or "", revision_of(record), topic)
-        if self.dedupe.seen(*identity):
+        if self.ledger is None and self.dedupe.seen(*identity):
             metrics.consumed.labels(label, "duplicate").inc()
             return "duplicate"
         try:
-            outputs = await self.handler(topic, record)
+            if self.ledger is not None:
+                self.ledger.begin(topic, partition, offset)
+            try:
+                outputs = await self.handler(topic, record)
+            finally:
+                if self.ledger is not None:
+                    self.ledger.end()
             for output in outputs:
                 check_output(output)
         except Exception as exc:

@@ -33,6 +33,7 @@ class KafkaConfig(Section):
     )
     scorer_group: str = "turnwatch-scorers"
     exporter_group: str = "turnwatch-exporters"
+    sessionizer_group: str = "turnwatch-sessionizers"
     max_poll_records: int = Field(default=100, gt=0)
     max_poll_interval_ms: int = Field(
         default=300_000,

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from turnwatch.bus.base import Handler, RecordProcessor, encode_for_publish
 from turnwatch.bus.config import BusConfig
+from turnwatch.bus.ledger import OffsetLedger
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.records import DEAD_LETTER, TOPICS, Record, topic_label
 from turnwatch.bus.spool import DiskSpool, Fifo, FifoFull, Item, MemoryFifo
@@ -132,8 +133,17 @@ class EmbeddedBus:
             state.changed.notify_all()
 
     async def consume(
-        self, topics: Sequence[str], group: str, handler: Handler, stop: asyncio.Event
+        self,
+        topics: Sequence[str],
+        group: str,
+        handler: Handler,
+        stop: asyncio.Event,
+        ledger: OffsetLedger | None = None,
     ) -> None:
+        if ledger is not None:
+            # Held records exist to survive a member that dies or moves partitions; one
+            # process with an in-memory queue has neither, so say so rather than pretend.
+            raise ValueError("records held past their handler need Kafka (bus.kafka.bootstrap)")
         self.subscribe(topics, group)
         dedupe = self._dedupe.setdefault(group, SeenRevisions(self.config.dedupe_entries))
         processor = RecordProcessor(self, handler, self.config.max_record_bytes, dedupe)

@@ -31,6 +31,7 @@ from kafka.errors import KafkaError, KafkaTimeoutError
 from turnwatch.bus.base import Handler, RecordProcessor, encode_for_publish
 from turnwatch.bus.config import BusConfig
 from turnwatch.bus.kafka_consumer import RECORD_OVERHEAD_BYTES, ConsumerWorker
+from turnwatch.bus.ledger import OffsetLedger
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.records import TOPICS, Record, topic_label
 from turnwatch.bus.spool import DiskSpool, FifoFull, Item
@@ -294,7 +295,12 @@ class KafkaBus:
     # --- consuming -------------------------------------------------------------------------
 
     async def consume(
-        self, topics: Sequence[str], group: str, handler: Handler, stop: asyncio.Event
+        self,
+        topics: Sequence[str],
+        group: str,
+        handler: Handler,
+        stop: asyncio.Event,
+        ledger: OffsetLedger | None = None,
     ) -> None:
         while not self._up:
             await self._probe()
@@ -304,8 +310,10 @@ class KafkaBus:
                 if stop.is_set():
                     return
         dedupe = self._dedupe.setdefault(group, SeenRevisions(self.config.dedupe_entries))
-        processor = RecordProcessor(self, handler, self.config.max_record_bytes, dedupe)
-        worker = ConsumerWorker(self, list(topics), group, processor, asyncio.get_running_loop())
+        processor = RecordProcessor(self, handler, self.config.max_record_bytes, dedupe, ledger)
+        worker = ConsumerWorker(
+            self, list(topics), group, processor, asyncio.get_running_loop(), ledger
+        )
         thread_stop = threading.Event()
         waiter = asyncio.create_task(stop.wait())
         # A dedicated thread (not the executor): it lives as long as the subscription.

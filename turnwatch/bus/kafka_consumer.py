@@ -4,8 +4,9 @@ KafkaConsumer.
 Auto-commit is off; each record's outputs are published (on the event loop) before its offset
 counts as done; done offsets are committed after every batch, on revocation and on close, but
 never while the process's spool holds records (see `_spool_holds_outputs`); a lost partition's
-offsets are discarded. Lag is the partition high watermark minus the next offset to
-process.
+offsets are discarded. With an `OffsetLedger`, a done offset is committed only up to the oldest
+record a handler still holds (ledger.py): both bounds apply, so what is committed is the lower.
+Lag is the partition high watermark minus the next offset to process.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from turnwatch.bus.base import RecordProcessor
+from turnwatch.bus.ledger import OffsetLedger
 from turnwatch.bus.records import topic_label
 
 if TYPE_CHECKING:
@@ -47,8 +49,10 @@ class ConsumerWorker(ConsumerRebalanceListener):
         group: str,
         processor: RecordProcessor,
         loop: asyncio.AbstractEventLoop,
+        ledger: OffsetLedger | None = None,
     ) -> None:
         self.bus = bus
+        self.ledger = ledger
         self.topics = topics
         self.group = group
         self.processor = processor
@@ -86,16 +90,15 @@ class ConsumerWorker(ConsumerRebalanceListener):
 
     # Rebalance callbacks (kafka-python's IO thread): must not block.
     def on_partitions_revoked(self, revoked) -> None:
-        if self._spool_holds_outputs():
-            with self._lock:
-                self._owned -= set(revoked)
-            return
+        spooled = self._spool_holds_outputs()
         with self._lock:
-            offsets = self._pending(set(revoked))
+            offsets = {} if spooled else self._pending(set(revoked))
             self._owned -= set(revoked)
         if offsets and self.consumer is not None:
             # Asynchronous on purpose: it is queued ahead of the rejoin on the same connection.
             self.consumer.commit_async(offsets, callback=self._commit_callback)
+        if self.ledger is not None:
+            self.ledger.revoke((tp.topic, tp.partition) for tp in revoked)
 
     def on_partitions_assigned(self, assigned) -> None:
         with self._lock:
@@ -103,6 +106,8 @@ class ConsumerWorker(ConsumerRebalanceListener):
             for tp in assigned:
                 self._done.pop(tp, None)
                 self._committed.pop(tp, None)
+        if self.ledger is not None:
+            self.ledger.assign((tp.topic, tp.partition) for tp in assigned)
 
     def on_partitions_lost(self, lost) -> None:
         # Evicted: another member may already own these; committing would be refused anyway.
@@ -110,12 +115,20 @@ class ConsumerWorker(ConsumerRebalanceListener):
             self._owned -= set(lost)
             for tp in lost:
                 self._done.pop(tp, None)
+        if self.ledger is not None:
+            self.ledger.lose((tp.topic, tp.partition) for tp in lost)
 
     def _pending(self, partitions: set[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
+        ledger = self.ledger
+        offsets = {
+            tp: ledger.committable(tp.topic, tp.partition, done) if ledger is not None else done
+            for tp, done in self._done.items()
+            if tp in partitions
+        }
         return {
             tp: OffsetAndMetadata(offset, "", -1)
-            for tp, offset in self._done.items()
-            if tp in partitions and self._committed.get(tp) != offset
+            for tp, offset in offsets.items()
+            if self._committed.get(tp) != offset
         }
 
     def _commit_callback(self, offsets, response) -> None:
@@ -198,10 +211,12 @@ class ConsumerWorker(ConsumerRebalanceListener):
                     log.warning("kafka poll failed", extra={"error": type(exc).__name__})
                     stop.wait(1.0)
                     continue
+                skipped: dict[TopicPartition, int] = {}
                 for tp, records in batch.items():
                     for record in records:
                         with self._lock:
                             if tp not in self._owned:
+                                skipped[tp] = record.offset
                                 break  # revoked mid-batch: the new owner takes it from here
                         self._process(record)
                         with self._lock:
@@ -210,6 +225,7 @@ class ConsumerWorker(ConsumerRebalanceListener):
                             break
                     if stop.is_set():
                         break
+                self._seek_back(consumer, skipped)
                 self._commit(consumer)
                 self._export_lag(consumer)
         finally:
@@ -217,6 +233,15 @@ class ConsumerWorker(ConsumerRebalanceListener):
             with contextlib.suppress(Exception):
                 consumer.close(autocommit=False)
             log.info("kafka consumer stopped", extra={"topics": self.topics, "group": self.group})
+
+    def _seek_back(self, consumer: KafkaConsumer, skipped: dict[TopicPartition, int]) -> None:
+        """A partition revoked mid-batch and assigned straight back (an eager rebalance) keeps
+        its fetch position, past the records skipped: fetch those again."""
+        with self._lock:
+            back = {tp: offset for tp, offset in skipped.items() if tp in self._owned}
+        for tp, offset in back.items():
+            with contextlib.suppress(KafkaError, ValueError, AssertionError):
+                consumer.seek(tp, offset)
 
     def _process(self, record) -> None:
         key = record.key.decode(errors="replace") if record.key is not None else None

@@ -2,8 +2,10 @@
 
 Every record is validated into its topic's model before a handler sees it, so handlers take
 models, never dicts: a `Session` from `turnwatch.sessions`, a `ScoreRecord` from
-`turnwatch.scores`, an `Incident` from `turnwatch.incidents`. A record that does not validate is
-`Undecodable("invalid")` and goes to the dead letter topic. Records are keyed by session id.
+`turnwatch.scores`, an `Incident` from `turnwatch.incidents`, an `ObservationRecord` from
+`turnwatch.observations` (the distributed layout). A record that does not validate is
+`Undecodable("invalid")` and goes to the dead letter topic. Records are keyed by session id;
+observations by a keyed digest of their conversation key (or trace id).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 import orjson
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from turnwatch.incidents import Incident
 from turnwatch.schema import SCHEMA_VERSION, Session, WireModel
@@ -22,7 +24,8 @@ SESSIONS = "turnwatch.sessions"
 SCORES = "turnwatch.scores"
 INCIDENTS = "turnwatch.incidents"
 DEAD_LETTER = "turnwatch.deadletter"
-TOPICS = (SESSIONS, SCORES, INCIDENTS, DEAD_LETTER)
+OBSERVATIONS = "turnwatch.observations"
+TOPICS = (SESSIONS, SCORES, INCIDENTS, DEAD_LETTER, OBSERVATIONS)
 
 
 class DeadLetter(WireModel):
@@ -38,12 +41,28 @@ class DeadLetter(WireModel):
     value_truncated: bool
 
 
+class ObservationRecord(WireModel):
+    """Decoded observations of one conversation (or one trace), sealed by the collector.
+
+    `sealed` is the observations' JSON encrypted with a key derived from the deployment secret
+    (AES-256-GCM, `turnwatch.collector.sealing`): raw content never crosses the broker readable.
+    `route` says how the record was keyed: by conversation, by trace id (no key known yet), or a
+    link telling the trace's owner which conversation the trace belongs to."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    route: Literal["conversation", "trace", "link"]
+    record_id: str = Field(min_length=16, max_length=64)
+    """Unique per record: tells a redelivery from the next record of the same key."""
+    sealed: str = Field(min_length=1)
+
+
 # Consumers subscribe to these topics only: a topic without a model is a wiring error, not bad data.
 TOPIC_MODELS: dict[str, type[BaseModel]] = {
     SESSIONS: Session,
     SCORES: ScoreRecord,
     INCIDENTS: Incident,
     DEAD_LETTER: DeadLetter,
+    OBSERVATIONS: ObservationRecord,
 }
 
 Record = BaseModel
@@ -103,6 +122,8 @@ def revision_of(record: Record) -> int | str | None:
     record that comes in two parts (checks, then judged), the part as well."""
     if isinstance(record, ScoreRecord):
         return record.delivery()
+    if isinstance(record, ObservationRecord):
+        return record.record_id
     value = getattr(record, "revision", None)
     return value if isinstance(value, int) else None
 

@@ -1,0 +1,159 @@
+"""The sessionizer role's side of `turnwatch.observations`: from sealed records to sessions.
+
+Observations routed by conversation go straight into the pipeline (sessionizer, sampler,
+assembly, de-identification, the bus), each holding its bus position until its session has been
+handed on. Observations routed by trace (their span named no conversation) wait here until a link
+names their trace's conversation, then are forwarded to that conversation's owner; a trace
+without a link within the idle timeout becomes a session of its own, keyed by the trace id, as in
+one process. Waiting is bounded: past `routing.max_pending_traces` the oldest trace is sessionized
+at once. When partitions move away, whatever was buffered from them is dropped unpublished: it
+was never committed, so the new owner replays it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from turnwatch.collector.config import RoutingConfig
+from turnwatch.collector.observations import (
+    BadObservations,
+    ObservationCodec,
+    RoutedObservation,
+    resolve,
+)
+from turnwatch.collector.pipeline import CollectorPipeline
+from turnwatch.collector.router import Publish, chunks
+
+from turnwatch.bus.ledger import OffsetLedger, Position
+from turnwatch.bus.records import OBSERVATIONS, ObservationRecord, Output, Record
+from turnwatch.lru import LRU
+
+log = logging.getLogger("turnwatch.collector")
+
+Partitions = set[tuple[str, int]]
+OVERLOAD_WAIT_SECONDS = 0.05
+
+
+@dataclass(slots=True)
+class _Waiting:
+    since: float
+    items: list[tuple[RoutedObservation, Position]] = field(default_factory=list)
+
+
+class ObservationIntake:
+    def __init__(
+        self,
+        pipeline: CollectorPipeline,
+        codec: ObservationCodec,
+        ledger: OffsetLedger,
+        publish: Publish,
+        config: RoutingConfig,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.pipeline = pipeline
+        self.metrics = pipeline.metrics
+        self.codec = codec
+        self.ledger = ledger
+        self.publish = publish
+        self.max_pending = config.max_pending_traces
+        self.idle_timeout = pipeline.config.sessions.idle_timeout_seconds
+        self.clock = clock
+        self._links: LRU[str, str] = LRU(config.max_traces)
+        self._waiting: OrderedDict[str, _Waiting] = OrderedDict()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        ledger.on_revoked = self._revoked
+
+    async def handle(self, topic: str, record: Record) -> list[Output]:
+        assert isinstance(record, ObservationRecord)  # the bus validated it
+        self._loop = self._loop or asyncio.get_running_loop()
+        while self.pipeline.overloaded():
+            # Backpressure onto the partition (lag grows) rather than dropping closed sessions.
+            await asyncio.sleep(OVERLOAD_WAIT_SECONDS)
+        position = self.ledger.in_hand()
+        if not self.ledger.owns(position.topic, position.partition):
+            return []  # revoked while queued: the new owner takes it
+        try:
+            if record.route == "link":
+                for link in self.codec.open_links(record):
+                    self._links.put(link.trace_id, link.conversation_key)
+                    waiting = self._waiting.pop(link.trace_id, None)
+                    if waiting is not None:
+                        await self._forward(link.conversation_key, waiting.items)
+            elif record.route == "trace":
+                await self._take_trace_routed(self.codec.open_observations(record), position)
+            else:
+                for item in self.codec.open_observations(record):
+                    self.ledger.hold(position)
+                    self.pipeline.add_routed(item, position)
+        except BadObservations as exc:
+            self.metrics.observations_dropped.labels(exc.reason).inc()
+            raise  # the bus parks it on the dead letter topic
+        self.metrics.pending_traces.set(len(self._waiting))
+        return []
+
+    async def _take_trace_routed(self, items: list[RoutedObservation], position: Position) -> None:
+        forward: dict[str, list[tuple[RoutedObservation, Position]]] = {}
+        for item in items:
+            key = self._links.get(item.trace_id)
+            self.ledger.hold(position)
+            if key is not None:
+                forward.setdefault(key, []).append((item, position))
+                continue
+            waiting = self._waiting.get(item.trace_id)
+            if waiting is None:
+                waiting = self._waiting[item.trace_id] = _Waiting(self.clock())
+            waiting.items.append((item, position))
+        for key, held in forward.items():
+            await self._forward(key, held)
+        while len(self._waiting) > self.max_pending:
+            self._sessionize(self._waiting.popitem(last=False)[1])
+
+    async def _forward(self, key: str, held: list[tuple[RoutedObservation, Position]]) -> None:
+        items = [item for item, _ in held]
+        for item in items:
+            resolve(item, key)
+        route_key = self.codec.route_key("conversation", key)
+        try:
+            for part in chunks(items):
+                record = self.codec.seal_observations("conversation", part)
+                await self.publish(OBSERVATIONS, route_key, record)
+        finally:
+            # Published, or refused (too large: counted by the bus, the record in hand goes to
+            # the dead letter topic); holding them on would stall the partition for good.
+            self.ledger.release(position for _, position in held)
+        self.metrics.observations_routed.labels("forwarded").inc(len(items))
+
+    def _sessionize(self, waiting: _Waiting) -> None:
+        for item, position in waiting.items:
+            self.pipeline.add_routed(item, position)  # its hold moves to the session
+
+    def sweep(self) -> None:
+        """Traces that waited an idle timeout without a link become sessions of their own."""
+        deadline = self.clock() - self.idle_timeout
+        while self._waiting:
+            waiting = next(iter(self._waiting.values()))
+            if waiting.since > deadline:
+                break
+            self._sessionize(self._waiting.popitem(last=False)[1])
+        self.metrics.pending_traces.set(len(self._waiting))
+
+    def _revoked(self, partitions: Partitions) -> None:
+        # A consumer thread calls this; the buffers belong to the event loop.
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._drop, partitions)
+
+    def _drop(self, partitions: Partitions) -> None:
+        def moved(held: list[Position]) -> bool:
+            return any((p.topic, p.partition) in partitions for p in held)
+
+        dropped = self.pipeline.sessionizer.discard(lambda session: moved(session.held))
+        for trace_id in [t for t, w in self._waiting.items() if moved([p for _, p in w.items])]:
+            del self._waiting[trace_id]
+        self.pipeline.sweep()  # refreshes the gauges
+        moved_away = {"partitions": len(partitions), "sessions": dropped}
+        log.info("partitions moved away", extra=moved_away)

@@ -1,0 +1,349 @@
+"""The distributed layout's parts without a broker: sealing, routing by conversation or trace,
+links, the sessionizer's intake and the offsets ledger. The whole layout on a real broker is
+tests/test_distributed.py."""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+import pytest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from prometheus_client import CollectorRegistry
+from turnwatch.collector.config import CollectorConfig
+from turnwatch.collector.deid.secret import SecretError
+from turnwatch.collector.intake import ObservationIntake
+from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.collector.observations import BadObservations, ObservationCodec
+from turnwatch.collector.otlp_common import DecodeLimits
+from turnwatch.collector.otlp_proto import trace_request_to_views
+from turnwatch.collector.pipeline import CollectorPipeline
+from turnwatch.collector.router import RECORD_CONTENT_BYTES, ObservationRouter
+from turnwatch.collector.sealing import Sealer, Unsealable
+
+from tests.conftest import make_settings
+from tests.otlp_requests import chat_span, key_values, trace_id_for, trace_request
+from tests.stages import AssembledAtOnce
+from turnwatch.app.cli import main
+from turnwatch.app.context import ServiceContext
+from turnwatch.app.roles import build_roles
+from turnwatch.app.settings import ConfigError
+from turnwatch.bus.config import BusConfig
+from turnwatch.bus.embedded import EmbeddedBus
+from turnwatch.bus.ledger import OffsetLedger, Position
+from turnwatch.bus.metrics import BusMetrics
+from turnwatch.bus.records import OBSERVATIONS, ObservationRecord
+
+SECRET = b"unit-test-deployment-secret-0123"
+CODEC = ObservationCodec(Sealer(SECRET))
+
+
+def tool_span(conversation: str, call_id: str) -> Span:
+    """An execute_tool span: it names no conversation, only its trace ties it to one."""
+    attributes = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "lookup_order",
+        "gen_ai.tool.call.id": call_id,
+        "gen_ai.tool.call.arguments": '{"order_id": "4411"}',
+        "gen_ai.tool.call.result": '{"status": "packed"}',
+    }
+    return Span(
+        trace_id=trace_id_for(conversation),
+        span_id=b"\x07" * 8,
+        name="execute_tool lookup_order",
+        start_time_unix_nano=1_000,
+        end_time_unix_nano=2_000,
+        attributes=key_values(attributes),
+    )
+
+
+def spans(*items: Span):
+    return trace_request_to_views(trace_request(list(items)), DecodeLimits()).items
+
+
+class Routing:
+    """A collector pipeline in route mode; the queued records are read instead of published."""
+
+    def __init__(self, queue_size: int = 100) -> None:
+        config = CollectorConfig.model_validate({"routing": {"queue_size": queue_size}})
+        self.metrics = CollectorMetrics(CollectorRegistry())
+        self.router = ObservationRouter(config.routing, CODEC, self.metrics, self._unused)
+        stage = AssembledAtOnce(config, self.metrics)
+        self.pipeline = CollectorPipeline(config, self.metrics, stage, router=self.router)
+
+    async def _unused(self, topic, key, record) -> None:
+        raise AssertionError("these tests read the queue")
+
+    def queued(self) -> list[tuple[str, ObservationRecord]]:
+        records = []
+        while not self.router.queue.empty():
+            key, record, _ = self.router.queue.get_nowait()
+            records.append((key, record))
+        return records
+
+
+def test_a_keyless_span_is_routed_by_trace_until_its_trace_is_mapped_then_with_the_conversation():
+    routing = Routing()
+    routing.pipeline.accept_spans(spans(tool_span("conv-a", "c1"), chat_span("conv-a")))
+    first = routing.queued()
+    assert [record.route for _, record in first] == ["trace", "conversation", "link"]
+    trace_key = CODEC.route_key("trace", trace_id_for("conv-a").hex())
+    conversation_key = CODEC.route_key("conversation", "conv-a")
+    assert [key for key, _ in first] == [trace_key, conversation_key, trace_key]
+    [link] = CODEC.open_links(first[2][1])
+    assert (link.trace_id, link.conversation_key) == (trace_id_for("conv-a").hex(), "conv-a")
+
+    routing.pipeline.accept_spans(spans(tool_span("conv-a", "c2")))
+    [(key, record)] = routing.queued()  # no second link: this collector knows the trace
+    assert (key, record.route) == (conversation_key, "conversation")
+    [item] = CODEC.open_observations(record)
+    assert item.context.conversation_key == "conv-a"
+    assert item.context.key_source == "trace_mapping"
+    assert item.observation is not None and item.observation.tool is not None
+    assert routing.pipeline.sessionizer.open_count == 0  # route mode builds no sessions
+
+
+def test_a_full_routing_queue_answers_overloaded_then_drops_and_counts():
+    routing = Routing(queue_size=4)  # 503 from 3 queued records on
+    routing.pipeline.accept_spans(spans(chat_span("conv-a")))  # its record and its link
+    assert not routing.pipeline.overloaded()
+    routing.pipeline.accept_spans(spans(chat_span("conv-b"), chat_span("conv-c")))
+    assert routing.pipeline.overloaded()
+    # Both records fit; both links found the queue full.
+    assert routing.metrics.observations_dropped.labels("queue_full")._value.get() == 2
+    routes = [record.route for _, record in routing.queued()]
+    assert routes == ["conversation", "link", "conversation", "conversation"]
+
+
+def test_sealed_records_open_only_with_the_key_and_the_route_they_were_sealed_for():
+    sealer = Sealer(SECRET)
+    token = sealer.seal(b"Baker Street", b"conversation")
+    assert sealer.open(token, b"conversation") == b"Baker Street"
+    assert b"Baker" not in token.encode()
+    for other, route in (
+        (Sealer(b"another-secret-0123456789"), b"conversation"),
+        (sealer, b"trace"),
+    ):
+        with pytest.raises(Unsealable):
+            other.open(token, route)
+    with pytest.raises(Unsealable):
+        sealer.open("not base64 at all!", b"conversation")
+    assert sealer.route_key("conversation", "k") == Sealer(SECRET).route_key("conversation", "k")
+    assert sealer.route_key("conversation", "k") != Sealer(b"x" * 32).route_key("conversation", "k")
+
+
+def test_the_ledger_commits_below_the_oldest_held_record_and_forgets_revoked_partitions():
+    ledger = OffsetLedger()
+    revoked: list[set] = []
+    ledger.on_revoked = revoked.append
+    ledger.assign([("t", 0), ("t", 1)])
+    first, later = Position("t", 0, 5), Position("t", 0, 9)
+    ledger.hold(first)
+    ledger.hold(first)  # two sessions hold one record
+    ledger.hold(later)
+    assert ledger.committable("t", 0, 12) == 5
+    ledger.release([first])
+    assert ledger.committable("t", 0, 12) == 5
+    ledger.release([first])
+    assert ledger.committable("t", 0, 12) == 9
+    assert ledger.committable("t", 1, 3) == 3
+    ledger.hold(Position("t", 1, 2))
+    # An eager rebalance revokes both; partition 1 comes straight back with its holds.
+    ledger.revoke([("t", 0), ("t", 1)])
+    assert not ledger.owns("t", 1) and revoked == []
+    ledger.assign([("t", 1)])
+    assert revoked == [{("t", 0)}] and ledger.held() == 1
+    assert ledger.committable("t", 0, 12) == 12 and not ledger.owns("t", 0)
+    assert ledger.committable("t", 1, 3) == 2 and ledger.owns("t", 1)
+    stale = Position("t", 0, 9)  # held before the move: releasing it touches nothing now
+    ledger.assign([("t", 0)])
+    ledger.hold(Position("t", 0, 9, epoch=1))
+    ledger.release([stale])
+    assert ledger.committable("t", 0, 12) == 9
+    with pytest.raises(RuntimeError):
+        ledger.in_hand()
+
+
+class Member:
+    """A sessionizer member's intake over an assembling pipeline, fed by hand."""
+
+    def __init__(self, secret: bytes = SECRET) -> None:
+        self.now = 0.0
+        config = CollectorConfig.model_validate({"sessions": {"idle_timeout_seconds": 5}})
+        self.metrics = CollectorMetrics(CollectorRegistry())
+        self.ledger = OffsetLedger()
+        self.ledger.assign([(OBSERVATIONS, 0), (OBSERVATIONS, 1)])
+        self.built = AssembledAtOnce(config, self.metrics)
+        self.pipeline = CollectorPipeline(
+            config, self.metrics, self.built, lambda: self.now, ledger=self.ledger
+        )
+        self.published: list[tuple[str, ObservationRecord]] = []
+        codec = ObservationCodec(Sealer(secret))
+        self.intake = ObservationIntake(
+            self.pipeline, codec, self.ledger, self._publish, config.routing, lambda: self.now
+        )
+
+    async def _publish(self, topic, key, record) -> None:
+        self.published.append((key, record))
+
+    async def take(self, record: ObservationRecord, partition: int, offset: int) -> None:
+        self.ledger.begin(OBSERVATIONS, partition, offset)
+        try:
+            await self.intake.handle(OBSERVATIONS, record)
+        finally:
+            self.ledger.end()
+
+
+def test_spans_waiting_on_their_trace_are_forwarded_at_the_link_into_their_conversation():
+    routing = Routing()
+    routing.pipeline.accept_spans(spans(tool_span("conv-a", "call_0")))
+    routing.pipeline.accept_spans(spans(chat_span("conv-a")))
+    [(_, by_trace), (_, by_conversation), (_, link)] = routing.queued()
+    member = Member()
+
+    async def run() -> None:
+        await member.take(by_trace, 0, 10)
+        assert member.ledger.committable(OBSERVATIONS, 0, 11) == 10
+        await member.take(by_conversation, 1, 20)
+        await member.take(link, 0, 11)
+        [(key, forwarded)] = member.published
+        assert key == CODEC.route_key("conversation", "conv-a")
+        assert member.ledger.committable(OBSERVATIONS, 0, 12) == 12  # forwarded: done here
+        await member.take(forwarded, 1, 21)
+        assert member.ledger.committable(OBSERVATIONS, 1, 22) == 20
+
+    asyncio.run(run())
+    member.now = 10
+    member.pipeline.sweep()
+    [session] = member.built.sessions
+    assert session.conversation_key == "conv-a"
+    kinds = [o.kind.value for o in member.built.pending[0].closed.state.observations]
+    assert sorted(kinds) == ["llm_call", "tool_execution"]  # the tool span found its session
+    assert [item.state.held for item in (p.closed for p in member.built.pending)] == [[]]
+    member.built.pending[0].settle()
+    assert member.ledger.held() == 0
+    assert member.ledger.committable(OBSERVATIONS, 1, 22) == 22
+
+
+def test_a_trace_that_never_gets_a_link_becomes_a_session_of_its_own():
+    routing = Routing()
+    routing.pipeline.accept_spans(spans(tool_span("conv-a", "call_0")))
+    [(_, by_trace)] = routing.queued()
+    member = Member()
+    asyncio.run(member.take(by_trace, 0, 3))
+    member.now = 6
+    member.intake.sweep()  # waited an idle timeout: sessionized under its trace id
+    member.now = 12
+    member.pipeline.sweep()
+    [session] = member.built.sessions
+    assert session.key_source == "trace_id" and member.ledger.committable(OBSERVATIONS, 0, 4) == 3
+
+
+def test_records_of_another_deployment_or_malformed_ones_are_refused_with_a_reason():
+    foreign = ObservationCodec(Sealer(b"another-deployment-0123456789")).seal_links([])
+    malformed = CODEC._seal("conversation", orjson.dumps([{"trace_id": 3}]))
+    member = Member()
+    for record, reason in ((foreign, "unsealable"), (malformed, "invalid")):
+        with pytest.raises(BadObservations) as refused:
+            asyncio.run(member.take(record, 0, 1))
+        assert refused.value.reason == reason
+        assert member.metrics.observations_dropped.labels(reason)._value.get() == 1
+    assert member.ledger.held() == 0
+
+
+def test_partitions_that_move_away_take_their_buffered_sessions_with_them():
+    routing = Routing()
+    routing.pipeline.accept_spans(spans(chat_span("conv-a")))
+    routing.pipeline.accept_spans(spans(chat_span("conv-b")))
+    [(_, a), (_, _link_a), (_, b), (_, _link_b)] = routing.queued()
+    member = Member()
+
+    async def run() -> None:
+        await member.take(a, 0, 1)
+        await member.take(b, 1, 1)
+        member.ledger.revoke([(OBSERVATIONS, 0), (OBSERVATIONS, 1)])
+        member.ledger.assign([(OBSERVATIONS, 1)])  # partition 0 moved to another member
+        await asyncio.sleep(0)  # the callback comes from a consumer thread via the loop
+        await member.take(a, 0, 2)  # already queued when the partition moved: not taken
+
+    asyncio.run(run())
+    assert member.pipeline.sessionizer.open_count == 1
+    member.pipeline.close_all()
+    assert [s.conversation_key for s in member.built.sessions] == ["conv-b"]
+
+
+def _with_kafka(settings):
+    kafka = settings.bus.kafka.model_copy(update={"bootstrap": "127.0.0.1:9"})
+    return settings.model_copy(update={"bus": settings.bus.model_copy(update={"kafka": kafka})})
+
+
+def test_the_distributed_roles_refuse_to_start_without_kafka_or_a_shared_secret(tmp_path):
+    routed = make_settings(**{"routing.mode": "route", "data_dir": str(tmp_path)})
+    with pytest.raises(ValueError, match="needs Kafka"):
+        build_roles(ServiceContext(routed), "collector")
+    with_kafka = _with_kafka(routed)
+    with pytest.raises(SecretError, match="share one key"):
+        build_roles(ServiceContext(with_kafka), "collector")
+
+    async def consume() -> None:
+        bus = EmbeddedBus(BusConfig(), BusMetrics(CollectorRegistry()), None)
+        await bus.consume([OBSERVATIONS], "g", None, asyncio.Event(), ledger=OffsetLedger())
+
+    with pytest.raises(ValueError, match="need Kafka"):
+        asyncio.run(consume())
+
+
+def test_a_routing_collector_refuses_the_write_ahead_log(tmp_path):
+    # It builds no sessions, so no claim would hold a frame until the bus has its observations.
+    routed = make_settings(
+        **{"routing.mode": "route", "wal.enabled": True, "data_dir": str(tmp_path)}
+    )
+    with_kafka = _with_kafka(routed)
+    with pytest.raises(ConfigError, match=r"wal\.enabled needs routing\.mode: sessionize"):
+        build_roles(ServiceContext(with_kafka), "collector")
+    assert not (tmp_path / "wal").exists()  # refused before the log was opened
+
+
+def test_the_cli_says_what_the_distributed_roles_miss(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TURNWATCH_ROUTING__MODE", "route")
+    assert main(["serve", "--data-dir", str(tmp_path), "--ops-port", "0"]) == 2
+    assert "routing.mode: route needs Kafka" in capsys.readouterr().err
+    monkeypatch.delenv("TURNWATCH_ROUTING__MODE")
+    serve = ["serve", "--role", "sessionizer", "--kafka", "127.0.0.1:9", "--ops-port", "0"]
+    assert main([*serve, "--data-dir", str(tmp_path)]) == 2
+    assert "needs deid.secret or deid.secret_file" in capsys.readouterr().err
+
+
+def test_a_request_with_more_content_than_a_record_holds_is_split_in_order():
+    routing = Routing()
+    text = "x" * (RECORD_CONTENT_BYTES // 3)
+    big = [chat_span("conv-a", n, extra={"gen_ai.input.messages": text}) for n in range(7)]
+    routing.pipeline.accept_spans(spans(*big))
+    records = [record for _, record in routing.queued() if record.route == "conversation"]
+    assert len(records) == 4  # two spans of a third of the limit (and a little more) each
+    opened = [item for record in records for item in CODEC.open_observations(record)]
+    assert [item.observation.span_id for item in opened] == [view.span_id for view in spans(*big)]
+    assert all(len(record.model_dump_json()) < 4 * RECORD_CONTENT_BYTES for record in records)
+
+
+def test_all_roles_in_route_mode_run_the_sessionizer_beside_the_routing_collector(tmp_path):
+    settings = make_settings(
+        **{"routing.mode": "route", "data_dir": str(tmp_path), "deid.secret": SECRET.decode()}
+    )
+    kafka = settings.bus.kafka.model_copy(update={"bootstrap": "127.0.0.1:9"})
+    settings = settings.model_copy(update={"bus": settings.bus.model_copy(update={"kafka": kafka})})
+    roles = build_roles(ServiceContext(settings), "all")
+    try:
+        assert roles.collector is not None and roles.collector.router is not None
+        assert [consumer.name for consumer in roles.consumers] == [
+            "sessionizer",
+            "scorer",
+            "exporter",
+        ]
+        sessionizer = roles.consumers[0]
+        assert sessionizer.topics == (OBSERVATIONS,) and sessionizer.ledger is not None
+        assert sessionizer.group == "turnwatch-sessionizers"
+    finally:
+        for consumer in roles.consumers:
+            if consumer.close is not None:
+                consumer.close()

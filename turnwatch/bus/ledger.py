@@ -1,0 +1,138 @@
+"""Offsets held past their handler: a consumer commits only below the oldest held record.
+
+A handler that buffers (the sessionizer role keeps observations until their session is
+published) holds the record in hand (`hold(in_hand())`, once per holder); the consumer then
+commits no offset of that partition at or above it until every holder has called `release`.
+A crash or a partition move therefore replays every observation of a session that was not yet
+published, never loses one.
+
+Thread-safe: holds and releases happen on the event loop, commits and rebalance callbacks on the
+consumer's threads.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
+
+
+class Position(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+    epoch: int = 0
+    """Which assignment of the partition it was read in: a partition that moves away and comes
+    back is replayed, and what was held from the earlier read must not release the new holds."""
+
+
+class OffsetLedger:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holds: dict[tuple[str, int], Counter[int]] = {}
+        # Per partition, a min-heap of held offsets; released ones are dropped when they surface.
+        self._heaps: dict[tuple[str, int], list[int]] = {}
+        self._in_hand: Position | None = None
+        self._epochs: dict[tuple[str, int], int] = {}
+        self.assigned: set[tuple[str, int]] = set()
+        self._revoking: set[tuple[str, int]] = set()
+        self.on_revoked: Callable[[set[tuple[str, int]]], None] | None = None
+        """Called (on a consumer thread) with partitions this member no longer owns."""
+
+    # The processor's side: the record being handled.
+    def begin(self, topic: str, partition: int, offset: int) -> None:
+        with self._lock:
+            epoch = self._epochs.get((topic, partition), 0)
+        self._in_hand = Position(topic, partition, offset, epoch)
+
+    def end(self) -> None:
+        self._in_hand = None
+
+    # The handler's side.
+    def in_hand(self) -> Position:
+        """Where the record being handled sits; `hold` it for each thing that keeps it."""
+        if self._in_hand is None:
+            raise RuntimeError("in_hand() outside a record's handler")
+        return self._in_hand
+
+    def hold(self, position: Position) -> None:
+        partition = (position.topic, position.partition)
+        with self._lock:
+            if self._epochs.get(partition, 0) != position.epoch:
+                return  # read before the partition moved: the replay holds it anew
+            holds = self._holds.setdefault(partition, Counter())
+            if holds[position.offset] == 0:
+                heapq.heappush(self._heaps.setdefault(partition, []), position.offset)
+            holds[position.offset] += 1
+
+    def release(self, positions: Iterable[Position]) -> None:
+        with self._lock:
+            for position in positions:
+                partition = (position.topic, position.partition)
+                holds = self._holds.get(partition)
+                stale = self._epochs.get(partition, 0) != position.epoch
+                if stale or holds is None or holds[position.offset] == 0:
+                    continue  # its partition moved meanwhile
+                holds[position.offset] -= 1
+                if holds[position.offset] == 0:
+                    del holds[position.offset]
+
+    def held(self) -> int:
+        with self._lock:
+            return sum(sum(holds.values()) for holds in self._holds.values())
+
+    def owns(self, topic: str, partition: int) -> bool:
+        with self._lock:
+            return (topic, partition) in self.assigned
+
+    def current(self, positions: Iterable[Position]) -> bool:
+        """Whether every position was read in its partition's present assignment (a session
+        built from a partition that moved since is the new owner's to publish)."""
+        with self._lock:
+            return all(
+                (p.topic, p.partition) in self.assigned
+                and self._epochs.get((p.topic, p.partition), 0) == p.epoch
+                for p in positions
+            )
+
+    # The consumer's side.
+    def committable(self, topic: str, partition: int, next_offset: int) -> int:
+        """The offset to commit: `next_offset`, or the oldest offset still held below it."""
+        key = (topic, partition)
+        with self._lock:
+            heap = self._heaps.get(key)
+            holds = self._holds.get(key)
+            while heap and (holds is None or holds[heap[0]] == 0):
+                heapq.heappop(heap)
+            return min(heap[0], next_offset) if heap else next_offset
+
+    def assign(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """The new assignment. An eager rebalance revokes every partition first; those that
+        come straight back keep their fetch position, so what was buffered from them stays."""
+        new = set(partitions)
+        with self._lock:
+            self.assigned |= new
+            gone, self._revoking = self._revoking - new, set()
+        self.lose(gone)
+
+    def revoke(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """A rebalance took these partitions; the next assignment says which ones moved away.
+        Until then none of their records is taken."""
+        with self._lock:
+            self._revoking |= set(partitions)
+            self.assigned -= self._revoking
+
+    def lose(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """These partitions moved away (or were lost): their holds no longer count, and the
+        handler drops what it buffered from them (the new owner replays it)."""
+        gone = set(partitions)
+        with self._lock:
+            self.assigned -= gone
+            for key in gone:
+                self._holds.pop(key, None)
+                self._heaps.pop(key, None)
+                self._epochs[key] = self._epochs.get(key, 0) + 1
+        if gone and self.on_revoked is not None:
+            self.on_revoked(gone)
