@@ -40,14 +40,16 @@ COPY --from=build /opt/turnwatch /opt/turnwatch
 COPY deploy/contracts /etc/turnwatch/contracts
 # PROMETHEUS_DISABLE_CREATED_SERIES: no `_created` series; it halves series per counter.
 # HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE: belt and braces, no library may fetch a model.
+# Receivers and ops listen on loopback (the defaults): a deployment that opens them to the network
+# sets TURNWATCH_OTLP__HOST / TURNWATCH_OPS__HOST together with their tokens (production mode
+# refuses non-loopback OTLP without otlp.auth_token, and /api/incidents without
+# regressions.api_token). deploy/compose and deploy/k8s show how, with tokens from secrets.
 ENV PATH=/opt/turnwatch/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     PROMETHEUS_DISABLE_CREATED_SERIES=True \
     HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1 \
-    TURNWATCH_OTLP__HOST=0.0.0.0 \
-    TURNWATCH_OPS__HOST=0.0.0.0 \
     TURNWATCH_DATA_DIR=/var/lib/turnwatch/data \
     TURNWATCH_SCORERS__CONTRACTS_DIR=/etc/turnwatch/contracts
 USER 10001:10001

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import secrets
 import sys
 import tempfile
 from pathlib import Path
@@ -46,10 +47,11 @@ def reproduce(records: list[dict[str, Any]], contracts: dict[str, dict]):
     """(comparison rows, calibrate's report as JSON, conversations matched, sent)."""
     with tempfile.TemporaryDirectory(prefix="tw-calibration-") as workdir:
         work = Path(workdir)
-        run(records, contracts, timeout=900, workdir=work)
+        secret = secrets.token_hex(16)
+        run(records, contracts, timeout=900, secret=secret, workdir=work)
         data = work / "data"
         store = SessionStore(SqliteDatabase(data / "sessions.db"))
-        pairs = stored_pairs(store, records, match)
+        pairs = stored_pairs(store, records, match, secret)
         reviews_file = work / "reviews.jsonl"
         with reviews_file.open("w", encoding="utf-8") as handle:
             write_jsonl(corpus_reviews(pairs), handle)

@@ -1,22 +1,19 @@
-"""De-identification benchmark: Presidio one message at a time vs turnwatch's stage.
+"""De-identification quality and speed: turnwatch's stage next to Presidio's default analyzer,
+on the labelled PII corpus (`benchmarks/pii/`), and the leak count on everything a real
+`turnwatch serve` emits (`benchmarks/deid_leaks.py`).
 
-Both sides see the same stream of realistic sessions from the labelled PII corpus
-(`tests/pii_corpus.py`): every session carries the same system prompt, assistants use canned
-replies, and each conversation is emitted twice (a partial revision, then the whole conversation
-repeating the earlier turns), as the sessionizer does when late spans arrive.
+    python benchmarks/deid.py [--seed 1] [--texts 600] [--conversations 60] [--no-server]
 
-- baseline: Presidio's default `AnalyzerEngine` (all predefined recognizers, the same installed
-  spaCy model, default threshold) and `AnonymizerEngine`, called once per text of every message,
-  as a user would write it. Its e-mail recognizer gets the offline suffix list too, so that no
-  download is attempted; nothing else changes.
-- turnwatch: `Deidentifier.deidentify` per session (batched spaCy pass, HMAC-keyed result cache,
-  session-wide propagation, keyed pseudonyms), from a cold cache.
+Both sides see the same distinct texts (no text repeats, so no cache helps):
+- Presidio: `AnalyzerEngine` with its predefined recognizers and the same installed spaCy model
+  (full pipeline, default threshold) and `AnonymizerEngine`, one call per text, as a user would
+  write it; its e-mail recognizer gets the offline suffix list so nothing is downloaded.
+- turnwatch: `Deidentifier.deidentify`, a short text as a one-turn session, a conversation as
+  its session (text, tool arguments and results), default configuration, cold cache.
 
-A message is the system prompt or one turn (its text and its tool calls' argument and result
-strings). Recall: labelled values (a text, a value in it) absent from the output. Precision:
-merged detected regions that overlap a labelled value. Model loading is excluded from timings.
-
-    python benchmarks/deid.py [--conversations 40] [--exchanges 6]
+Work runs in chunks, the two sides alternating which goes first; times are CPU seconds of this
+process (`time.process_time`). Model loading is excluded. Figure definitions:
+`benchmarks/pii/score.py`.
 """
 
 from __future__ import annotations
@@ -24,9 +21,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -37,153 +34,236 @@ from presidio_anonymizer import AnonymizerEngine
 from turnwatch.collector.deid.analysis import AnalysisStats
 from turnwatch.collector.deid.cache import Finding
 from turnwatch.collector.deid.config import DeidConfig
+from turnwatch.collector.deid.deidentifier import Deidentifier
 from turnwatch.collector.deid.offline import OfflineEmailRecognizer
 from turnwatch.collector.deid.replace import merge
 from turnwatch.collector.deid.stage import build_deidentifier
 
-from tests.pii_corpus import LabelledSession, build_sessions, message_units
+from benchmarks.pii.generate import make_corpus
+from benchmarks.pii.model import LabelledConversation, LabelledText
+from benchmarks.pii.score import Figures, ratio
+from benchmarks.pii.sessions import conversation_session, session
+from turnwatch.schema import Role, Session, Turn
 
 SECRET = b"benchmark-secret-0123456789"
+CHUNK = 20
+Pair = tuple[LabelledText, str]
 
 
-@dataclass
-class Quality:
-    labelled: int = 0
-    removed: int = 0
-    regions: int = 0
-    true_regions: int = 0
+def pairs(conversation: LabelledConversation, out: Session) -> Iterator[tuple[LabelledText, Any]]:
+    """(labelled text, what became of it in `out`) for every text of the conversation."""
+    for turn, done in zip(conversation.turns, out.turns, strict=True):
+        if turn.text is not None:
+            yield turn.text, done.text
+        for call, done_call in zip(turn.calls, done.tool_calls, strict=True):
+            yield from _json_pairs(call.arguments, done_call.arguments)
+            yield from _json_pairs(call.result, done_call.result)
 
-    def score(self, text: str, output: str, findings: tuple[Finding, ...], values: list[str]):
-        occurrences = [
-            (start, start + len(value)) for value in values for start in _all(text, value)
-        ]
-        for value in values:
-            if value in text:
-                self.labelled += 1
-                self.removed += value not in output
-        for region in merge(text, findings):
-            self.regions += 1
-            self.true_regions += any(
-                region.start < end and start < region.end for start, end in occurrences
+
+def _json_pairs(labelled: Any, done: Any) -> Iterator[tuple[LabelledText, Any]]:
+    if isinstance(labelled, LabelledText):
+        yield labelled, done
+    elif isinstance(labelled, dict):
+        for key, item in labelled.items():
+            yield from _json_pairs(item, done[key])
+    elif isinstance(labelled, list):
+        for item, done_item in zip(labelled, done, strict=True):
+            yield from _json_pairs(item, done_item)
+
+
+class Presidio:
+    def __init__(self, model: str) -> None:
+        nlp_engine = SpacyNlpEngine(models=[{"lang_code": "en", "model_name": model}])
+        nlp_engine.load()
+        registry = RecognizerRegistry()
+        registry.load_predefined_recognizers(nlp_engine=nlp_engine, languages=["en"])
+        registry.remove_recognizer(EmailRecognizer.__name__)
+        registry.add_recognizer(OfflineEmailRecognizer())
+        self.analyzer = AnalyzerEngine(nlp_engine=nlp_engine, registry=registry)
+        self.anonymizer = AnonymizerEngine()
+
+    def run(self, text: str) -> tuple[list[tuple[int, int]], str]:
+        results = self.analyzer.analyze(text=text, language="en")
+        output = self.anonymizer.anonymize(text=text, analyzer_results=results).text
+        found = tuple(Finding(r.start, r.end, r.entity_type, r.score) for r in results)
+        return [(f.start, f.end) for f in merge(found)], output
+
+
+class Turnwatch:
+    def __init__(self) -> None:
+        self.deidentifier: Deidentifier = build_deidentifier(DeidConfig(), SECRET)
+
+    def run(self, item: Session) -> tuple[Session, Any]:
+        out = self.deidentifier.deidentify(item).session
+        found = self.deidentifier.find(item, float("inf"), AnalysisStats())
+        return out, found
+
+    def tokens(self, found: Any, labelled: LabelledText) -> dict[str, list[str | None]]:
+        regions = found.regions.get(labelled.text, [])
+        out: dict[str, list[str | None]] = {}
+        for item in labelled.occurrences:
+            covering = next(
+                (r for r in regions if r.start <= item.start and item.end <= r.end), None
             )
-
-    @property
-    def recall(self) -> float:
-        return self.removed / self.labelled if self.labelled else 1.0
-
-    @property
-    def precision(self) -> float:
-        return self.true_regions / self.regions if self.regions else 1.0
+            token = None
+            if covering is not None:
+                key = found.keys[(labelled.text, covering.start, covering.end)]
+                token = self.deidentifier.pseudonymizer.token_for(found.labels[key], key)
+            out.setdefault(item.group, []).append(token)
+        return out
 
 
-def _all(text: str, value: str):
-    start = text.find(value)
-    while start >= 0:
-        yield start
-        start = text.find(value, start + 1)
-
-
-def baseline(sessions: list[LabelledSession], model: str) -> tuple[float, Quality]:
-    nlp_engine = SpacyNlpEngine(models=[{"lang_code": "en", "model_name": model}])
-    nlp_engine.load()
-    registry = RecognizerRegistry()
-    registry.load_predefined_recognizers(nlp_engine=nlp_engine, languages=["en"])
-    registry.remove_recognizer(EmailRecognizer.__name__)
-    registry.add_recognizer(OfflineEmailRecognizer())
-    analyzer = AnalyzerEngine(nlp_engine=nlp_engine, registry=registry)
-    anonymizer = AnonymizerEngine()
-
-    seen: dict[str, tuple[str, tuple[Finding, ...]]] = {}
-    started = time.perf_counter()
-    for labelled in sessions:
-        for message in message_units(labelled.session):
-            for text in message:
-                results = analyzer.analyze(text=text, language="en")
-                output = anonymizer.anonymize(text=text, analyzer_results=results).text
-                found = tuple(Finding(r.start, r.end, r.entity_type, r.score) for r in results)
-                seen[text] = (output, found)
-    elapsed = time.perf_counter() - started
-
-    quality = Quality()
-    values = _values_by_text(sessions)
-    for text, (output, found) in seen.items():
-        quality.score(text, output, found, values.get(text, []))
-    return elapsed, quality
-
-
-def turnwatch(sessions: list[LabelledSession]) -> tuple[float, Quality, AnalysisStats]:
-    deidentifier = build_deidentifier(DeidConfig(), SECRET)
-    outputs = []
-    stats = AnalysisStats()
-    started = time.perf_counter()
-    for labelled in sessions:
-        result = deidentifier.deidentify(labelled.session)
-        stats.cache_hits += result.stats.cache_hits
-        stats.analysed += result.stats.analysed
-        outputs.append(result.session)
-    elapsed = time.perf_counter() - started
-
-    quality = Quality()
-    values = _values_by_text(sessions)
-    scored: set[str] = set()
-    for labelled, out in zip(sessions, outputs, strict=True):
-        findings = deidentifier.find(labelled.session, float("inf"), AnalysisStats())
-        pairs = zip(message_units(labelled.session), message_units(out), strict=True)
-        for message, output_message in pairs:
-            for text, output in zip(message, output_message, strict=True):
-                if text not in scored:
-                    scored.add(text)
-                    quality.score(text, output, findings[text], values.get(text, []))
-    return elapsed, quality, stats
-
-
-def _values_by_text(sessions: list[LabelledSession]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for labelled in sessions:
-        values = {pii.value for pii in labelled.pii}
-        for message in message_units(labelled.session):
-            for text in message:
-                out[text] = sorted(value for value in values if value in text)
-    return out
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--conversations", type=int, default=40)
-    parser.add_argument("--exchanges", type=int, default=6)
-    args = parser.parse_args(argv)
-
-    sessions = build_sessions(args.conversations, args.exchanges)
-    messages = sum(len(message_units(labelled.session)) for labelled in sessions)
-    texts = sum(len(m) for s in sessions for m in message_units(s.session))
-    distinct = len({t for s in sessions for m in message_units(s.session) for t in m})
-    print(
-        f"corpus: {len(sessions)} sessions, {messages} messages, {texts} texts "
-        f"({distinct} distinct)"
-    )
-
-    runs: list[tuple[str, Callable[[], tuple]]] = [
-        ("presidio baseline", lambda: baseline(sessions, DeidConfig().model)),
-        ("turnwatch stage", lambda: turnwatch(sessions)),
-    ]
-    rows = []
-    for name, run in runs:
-        elapsed, quality, *rest = run()
-        rows.append((name, elapsed, quality))
-        if rest:
-            stats = rest[0]
-            print(f"turnwatch cache: {stats.cache_hits} hits, {stats.analysed} texts analysed")
-
-    print()
-    print(f"{'pipeline':<20}{'messages/s':>12}{'ms/message':>12}{'recall':>9}{'precision':>11}")
-    for name, elapsed, quality in rows:
-        print(
-            f"{name:<20}{messages / elapsed:>12.1f}{elapsed * 1000 / messages:>12.2f}"
-            f"{quality.recall:>9.3f}{quality.precision:>11.3f}"
+def alternate(items: list, first: Callable, second: Callable) -> tuple[float, float]:
+    """Run both over `items` in chunks, alternating which goes first; CPU seconds of each."""
+    spent = [0.0, 0.0]
+    for number in range(0, len(items), CHUNK):
+        chunk = items[number : number + CHUNK]
+        order = (
+            [(0, first), (1, second)] if (number // CHUNK) % 2 == 0 else [(1, second), (0, first)]
         )
-    base, ours = rows[0][1], rows[1][1]
-    print(f"\nspeed-up: {base / ours:.1f}x (goal >= 3x, recall no lower than the baseline)")
+        for side, run in order:
+            started = time.process_time()
+            run(chunk)
+            spent[side] += time.process_time() - started
+    return spent[0], spent[1]
+
+
+def measure(corpus, presidio: Presidio, turnwatch: Turnwatch) -> dict[str, Any]:
+    figures = {
+        name: {"short": Figures(), "conversations": Figures()} for name in ("presidio", "turnwatch")
+    }
+    results: dict[str, dict[int, Any]] = {"presidio": {}, "turnwatch": {}}
+
+    def presidio_texts(chunk):
+        for labelled in chunk:
+            results["presidio"][id(labelled)] = presidio.run(labelled.text)
+
+    def turnwatch_texts(chunk):
+        for labelled in chunk:
+            item = session("bench", [Turn(index=0, role=Role.USER, text=labelled.text)])
+            results["turnwatch"][id(labelled)] = turnwatch.deidentifier.deidentify(item).session
+
+    short_time = alternate(corpus.texts, presidio_texts, turnwatch_texts)
+    for labelled in corpus.texts:
+        regions, output = results["presidio"][id(labelled)]
+        figures["presidio"]["short"].add(labelled, regions, output)
+        item = session("bench", [Turn(index=0, role=Role.USER, text=labelled.text)])
+        found = turnwatch.deidentifier.find(item, float("inf"), AnalysisStats())
+        spans = [(r.start, r.end) for r in found.regions.get(labelled.text, [])]
+        figures["turnwatch"]["short"].add(
+            labelled, spans, results["turnwatch"][id(labelled)].turns[0].text
+        )
+
+    sessions = {c.conversation_id: conversation_session(c) for c in corpus.conversations}
+
+    def presidio_talks(chunk):
+        for conversation in chunk:
+            results["presidio"][conversation.conversation_id] = [
+                presidio.run(t.text) for t in conversation.texts()
+            ]
+
+    def turnwatch_talks(chunk):
+        for conversation in chunk:
+            results["turnwatch"][conversation.conversation_id] = turnwatch.deidentifier.deidentify(
+                sessions[conversation.conversation_id]
+            ).session
+
+    talk_time = alternate(corpus.conversations, presidio_talks, turnwatch_talks)
+    for conversation in corpus.conversations:
+        for labelled, (regions, output) in zip(
+            conversation.texts(), results["presidio"][conversation.conversation_id], strict=True
+        ):
+            figures["presidio"]["conversations"].add(labelled, regions, output)
+        out = results["turnwatch"][conversation.conversation_id]
+        found = turnwatch.deidentifier.find(
+            sessions[conversation.conversation_id], float("inf"), AnalysisStats()
+        )
+        groups: dict[str, list[str | None]] = {}
+        for labelled, output in pairs(conversation, out):
+            spans = [(r.start, r.end) for r in found.regions.get(labelled.text, [])]
+            figures["turnwatch"]["conversations"].add(labelled, spans, output)
+            for group, tokens in turnwatch.tokens(found, labelled).items():
+                groups.setdefault(group, []).extend(tokens)
+        figures["turnwatch"]["conversations"].add_groups(groups)
+    return {"figures": figures, "short_time": short_time, "talk_time": talk_time}
+
+
+def print_report(corpus, measured: dict[str, Any]) -> None:
+    figures = measured["figures"]
+    texts = len(corpus.texts)
+    talk_texts = sum(len(c.texts()) for c in corpus.conversations)
+    print(
+        f"corpus: {texts} short texts, {len(corpus.conversations)} conversations "
+        f"({talk_texts} texts)\n"
+    )
+    print(
+        "| part | pipeline | token recall | token precision | F2 | region precision | value recall "
+        "| location recall | fully masked | one token per value | CPU s | texts/CPU-s |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for part, (count, times) in {
+        "short": (texts, measured["short_time"]),
+        "conversations": (talk_texts, measured["talk_time"]),
+    }.items():
+        for side, name in enumerate(("presidio", "turnwatch")):
+            f = figures[name][part]
+            total = f.totals()
+            groups = f"{ratio(f.whole_groups, f.groups):.3f} ({f.groups})" if f.groups else "n/a"
+            print(
+                f"| {part} | {name} | {f.token_recall:.3f} | {f.token_precision:.3f} | "
+                f"{f.f2:.3f} | "
+                f"{f.region_precision:.3f} | {ratio(total.removed, total.occurrences):.3f} | "
+                f"{ratio(total.located, total.occurrences):.3f} | "
+                f"{ratio(total.masked, total.occurrences):.3f} | "
+                f"{groups} | {times[side]:.1f} | {count / times[side]:.1f} |"
+            )
+    print(
+        "\nper type (turnwatch, short texts and conversations together; Presidio's value recall "
+        "beside it)"
+    )
+    print(
+        "| type | value recall | location recall | fully masked | occurrences "
+        "| presidio value recall |"
+    )
+    print("|---|---|---|---|---|---|")
+    types = sorted(
+        {t for name in figures for part in figures[name] for t in figures[name][part].by_type}
+    )
+    for entity in types:
+        ours = [
+            figures["turnwatch"][part].by_type.get(entity) for part in ("short", "conversations")
+        ]
+        theirs = [
+            figures["presidio"][part].by_type.get(entity) for part in ("short", "conversations")
+        ]
+        n = sum(x.occurrences for x in ours if x)
+        print(
+            f"| {entity} | {ratio(sum(x.removed for x in ours if x), n):.3f} | "
+            f"{ratio(sum(x.located for x in ours if x), n):.3f} | "
+            f"{ratio(sum(x.masked for x in ours if x), n):.3f} | {n} | "
+            f"{ratio(sum(x.removed for x in theirs if x), n):.3f} |"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--texts", type=int, default=600)
+    parser.add_argument("--conversations", type=int, default=60)
+    parser.add_argument(
+        "--no-server", action="store_true", help="skip the leak run on a real server"
+    )
+    args = parser.parse_args(argv)
+    corpus = make_corpus(args.seed, args.texts, args.conversations)
+    presidio, turnwatch = Presidio(DeidConfig().model), Turnwatch()
+    print_report(corpus, measure(corpus, presidio, turnwatch))
+    if not args.no_server:
+        from benchmarks.deid_leaks import leak_report
+
+        print()
+        print(leak_report(corpus.conversations, SECRET.decode()))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -31,6 +31,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from turnwatch.collector.deid.secret import session_id_key
 from turnwatch.collector.sessionizer import session_id_for
 
 from benchmarks.corpus import DEFAULT_COUNT, make_corpus
@@ -59,13 +60,12 @@ def run(
     records: list[dict[str, Any]],
     contracts: dict[str, dict],
     timeout: float,
-    secret: str | None = None,
+    secret: str,
     workdir: Path | None = None,
 ) -> list[dict]:
     """Send every conversation; return the score records the server produced for them.
 
-    `secret` is the server's `deid.secret`: session ids are derived from the conversation key
-    without it today (`session_id_for`), but a keyed derivation would need it to match.
+    `secret` is the server's `deid.secret`, which keys the session ids (`match` needs it).
     `workdir` keeps the server's directory (its session store is `workdir/data/sessions.db`);
     by default a temporary one is removed afterwards."""
     with contextlib.ExitStack() as stack:
@@ -74,7 +74,7 @@ def run(
         work = workdir
         contracts_dir = work / "contracts"
         write_contracts(contracts, contracts_dir)
-        server = Server(work, contracts_dir, secret=secret or secrets.token_hex(16))
+        server = Server(work, contracts_dir, secret=secret)
         providers = server.providers(sorted(contracts))
         try:
             emitter = Emitter(providers)
@@ -107,9 +107,10 @@ def _progress(total: int):
 
 
 def match(
-    records: list[dict[str, Any]], scores: list[dict[str, Any]]
+    records: list[dict[str, Any]], scores: list[dict[str, Any]], secret: str
 ) -> tuple[list[tuple[dict, dict]], dict[str, int]]:
-    """(corpus record, latest score record) pairs, and what could not be paired."""
+    """(corpus record, latest score record) pairs, and what could not be paired; `secret` is
+    the server's `deid.secret`, from which it derived the session ids."""
     latest: dict[str, dict] = {}
     for score in scores:
         known = latest.get(score["session_id"])
@@ -117,7 +118,8 @@ def match(
             latest[score["session_id"]] = score
     pairs = []
     problems = {"missing": 0, "turns_differ": 0, "unexpected": 0}
-    expected = {session_id_for(record["conversation_id"]): record for record in records}
+    id_key = session_id_key(secret.encode())
+    expected = {session_id_for(record["conversation_id"], id_key): record for record in records}
     problems["unexpected"] = len(set(latest) - set(expected))
     for session_id, record in expected.items():
         score = latest.get(session_id)
@@ -150,8 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     records, contracts = load_corpus(args)
     if args.limit is not None:
         records = records[: args.limit]
-    scores = run(records, contracts, args.timeout)
-    pairs, problems = match(records, scores)
+    secret = secrets.token_hex(16)
+    scores = run(records, contracts, args.timeout, secret)
+    pairs, problems = match(records, scores, secret)
     figures = {"corpus": {"conversations": len(records), "matched": len(pairs), **problems}}
     figures.update(report(pairs))
     if args.json:

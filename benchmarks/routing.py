@@ -28,6 +28,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 from turnwatch.collector.config import CollectorConfig
+from turnwatch.collector.deid.secret import session_id_key
 from turnwatch.collector.intake import ObservationIntake
 from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.observations import ObservationCodec
@@ -47,7 +48,8 @@ sys.path.append(str(Path(__file__).resolve().parent.parent))
 from benchmarks.ingest import SPANS_PER_REQUEST, build_requests
 
 PARTITIONS = 6
-CODEC = ObservationCodec(Sealer(b"benchmark-deployment-secret-0123456789"))
+SECRET = b"benchmark-deployment-secret-0123456789"
+CODEC = ObservationCodec(Sealer(SECRET))
 LIMITS = DecodeLimits()
 
 
@@ -55,7 +57,7 @@ class Assembled:
     """The stage after the pipeline: assembles each closed, sampled session and counts it."""
 
     def __init__(self, config: CollectorConfig, metrics: CollectorMetrics) -> None:
-        self.build = SessionBuilder(config.service_fallback, metrics)
+        self.build = SessionBuilder(config.service_fallback, metrics, session_id_key(SECRET))
         self.sessions = 0
 
     def offer(self, pending: PendingSession) -> None:

@@ -8,11 +8,13 @@ application's Settings composes them).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from turnwatch.collector.wal.config import WalConfig
 
+from turnwatch.secret_files import token_from
 from turnwatch.section import Section
 from turnwatch.serving import ConnectionLimits
 
@@ -35,6 +37,9 @@ class OtlpConfig(ConnectionLimits):
     )
     auth_token: SecretStr | None = Field(
         default=None, description="When set, requests need `Authorization: Bearer <token>`."
+    )
+    auth_token_file: Path | None = Field(
+        default=None, description="File holding `auth_token` (a mounted secret)."
     )
     retry_after_seconds: int = Field(
         default=2, ge=1, le=5, description="Retry-After sent with 429/503 (clients give up >10 s)."
@@ -78,6 +83,11 @@ class OtlpConfig(ConnectionLimits):
     grpc_keepalive_timeout_seconds: float = Field(
         default=20.0, gt=0, description="A connection whose ping is not answered in this is closed."
     )
+
+    @model_validator(mode="after")
+    def _token_file(self) -> OtlpConfig:
+        self.auth_token = token_from(self.auth_token, self.auth_token_file, "auth_token")
+        return self
 
 
 class ConversationKeyConfig(Section):

@@ -6,16 +6,18 @@ order, to the next stage (de-identification, then the bus). Above the high water
 receivers answer 503 with Retry-After; a session that finds the queue full is dropped and counted.
 
 With the write-ahead log on, each session carries its claim on the log: released once the next
-stage has it (or it was dropped and counted), kept when a shutdown strands it, so the next start
-replays it instead of losing it. A sessionizer's session likewise releases its bus positions only
-once handed on (or dropped and counted); one the shutdown strands keeps them uncommitted, so the
-partition's next owner replays it.
+stage has it (or it was dropped and counted), and when the stage returns with the session still
+in flight (de-identification worker processes), only once that finishes. It is kept when a
+shutdown strands it, so the next start replays it instead of losing it. A sessionizer's session
+likewise releases its bus positions only once handed on (or dropped and counted); one the
+shutdown strands keeps them uncommitted, so the partition's next owner replays it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from dataclasses import dataclass
 
@@ -89,12 +91,33 @@ class Handoff:
             pending.settle()
             return
         try:
-            await self.next_stage.deliver(session)
-            self.metrics.handoff_delivered.inc()
+            in_flight = await self.next_stage.deliver(session)
         except Exception:
-            self.metrics.handoff_dropped.labels("sink_error").inc()
-            log.exception("next stage failed; session dropped", extra={"reason": "sink_error"})
+            self._sink_failed()
+            pending.settle()
+            return
+        if in_flight is None:
+            self.metrics.handoff_delivered.inc()
+            pending.settle()
+        else:
+            in_flight.add_done_callback(functools.partial(self._handed_on, pending))
+
+    def _handed_on(self, pending: PendingSession, in_flight: asyncio.Future[None]) -> None:
+        if in_flight.cancelled():
+            return  # stopped at shutdown before the stage had it: the claim keeps it
+        if in_flight.exception() is None:
+            self.metrics.handoff_delivered.inc()
+        else:
+            self._sink_failed(in_flight.exception())
         pending.settle()
+
+    def _sink_failed(self, error: BaseException | None = None) -> None:
+        self.metrics.handoff_dropped.labels("sink_error").inc()
+        log.error(
+            "next stage failed; session dropped",
+            extra={"reason": "sink_error"},
+            exc_info=error or True,
+        )
 
     async def drain(self) -> None:
         """Wait until the next stage has taken every queued session."""

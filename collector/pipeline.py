@@ -35,7 +35,7 @@ from turnwatch.collector.observations import RoutedObservation
 from turnwatch.collector.records import Context, LogView, Observation, SpanView
 from turnwatch.collector.router import ObservationRouter
 from turnwatch.collector.sampler import Sampler, SamplingSignals
-from turnwatch.collector.sessionizer import ClosedSession, Sessionizer
+from turnwatch.collector.sessionizer import ClosedSession, Sessionizer, session_id_for
 from turnwatch.collector.wal.durability import Claim, Durability
 
 from turnwatch.bus.ledger import OffsetLedger, Position
@@ -85,7 +85,10 @@ class PendingStage(Protocol):
 class SessionSink(Protocol):
     """A stage after assembly: receives whole sessions (de-identification plugs in here)."""
 
-    async def deliver(self, session: Session) -> None: ...
+    async def deliver(self, session: Session) -> asyncio.Future[None] | None:
+        """None once the stage has the session; or, while it is still working on it, the
+        future that finishes when it has (the write-ahead log and the bus hold it until then)."""
+        ...
 
 
 class LoggingSink:
@@ -107,11 +110,14 @@ class LoggingSink:
 
 
 class SessionBuilder:
-    """Assembles a closed, sampled session into its wire record (off the request path)."""
+    """Assembles a closed, sampled session into its wire record (off the request path).
 
-    def __init__(self, service_fallback: str, metrics: CollectorMetrics) -> None:
+    `id_key` keys the session id (`session_id_for`): the deployment's session-id key."""
+
+    def __init__(self, service_fallback: str, metrics: CollectorMetrics, id_key: bytes) -> None:
         self.service_fallback = service_fallback
         self.metrics = metrics
+        self.id_key = id_key
 
     def __call__(self, pending: PendingSession) -> Session:
         # CPU time of this thread: what assembling cost, not how long other work made it wait.
@@ -131,7 +137,7 @@ class SessionBuilder:
         # still validated, and consumers of the wire record still forbid unknown keys.
         session = Session.model_validate(
             dict(
-                session_id=state.session_id,
+                session_id=session_id_for(state.key, self.id_key),
                 revision=state.revision,
                 conversation_key=state.key,
                 key_source=state.key_source,

@@ -49,8 +49,12 @@ CLOSED_KEY_BYTES = 180
 TRACE_KEY_BYTES = 260
 
 
-def session_id_for(conversation_key: str) -> str:
-    return hashlib.blake2b(conversation_key.encode(), digest_size=16).hexdigest()
+def session_id_for(conversation_key: str, key: bytes) -> str:
+    """The session id of a conversation: a keyed BLAKE2b of its key, with the deployment's
+    session-id key (`turnwatch.collector.deid.secret.session_id_key`). Stable within a
+    deployment; without the key nobody can tell which conversation id a session id stands for."""
+    data = conversation_key.encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=16, key=key).hexdigest()
 
 
 @dataclass(slots=True)
@@ -85,10 +89,6 @@ class OpenSession:
     """Write-ahead log frame -> [first, last] index of its items here (frames ascending)."""
     held: list[Any] = field(default_factory=list)
     """Where each observation came from on the bus (sessionizer role); empty otherwise."""
-
-    @property
-    def session_id(self) -> str:
-        return session_id_for(self.key)
 
     @property
     def estimated_turns(self) -> int:

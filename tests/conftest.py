@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,6 +14,11 @@ from tests.waiting import eventually
 from turnwatch.app.serve import BackgroundService, Service
 from turnwatch.app.settings import Settings, load_settings
 from turnwatch.schema import Session
+
+# turnwatch processes the tests start (serve, roles) inherit this: one de-identification thread,
+# since worker processes each load the model (seconds) and are tested on their own
+# (tests/test_deid_workers.py).
+os.environ.setdefault("TURNWATCH_DEID__WORKERS", "1")
 
 
 class CapturingSink:
@@ -49,6 +55,9 @@ def make_settings(**overrides: object) -> Settings:
         "ops.port": 0,
         "sessions.idle_timeout_seconds": 0.2,
         "sessions.sweep_interval_seconds": 0.05,
+        # One de-identification thread: worker processes each load the model (seconds) and are
+        # tested on their own (tests/test_deid_workers.py).
+        "deid.workers": 1,
     }
     values.update(overrides)
     return load_settings(None, values)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from turnwatch.collector.deid.secret import session_id_key
 from turnwatch.collector.sessionizer import session_id_for
 
 from tests.conftest import settled
@@ -29,7 +30,10 @@ from tests.waiting import eventually
 
 PER_REQUEST = 2
 END = {"turnwatch.session.end": "true"}
+SECRET = "crash-run-deployment-secret-0123456789"
+ID_KEY = session_id_key(SECRET.encode())
 CRASH_ENV = {
+    "TURNWATCH_DEID__SECRET": SECRET,  # so the test knows the session-id key the server uses
     "TURNWATCH_BUS__SCORER_PROCESSOR": "tests.kafka_broker:score_echo",
     "TURNWATCH_TEST_SCORER_DELAY": "0.01",
     # Longer than any stall between a conversation's two requests on a loaded machine: at the
@@ -159,8 +163,8 @@ def crash_run(directory: Path, conversations: int, kill: KillPoint, wal: bool = 
         requests=len(requests),
         kill_after=kill_after,
         acknowledged=client.acknowledged,
-        whole={session_id_for(key) for key in client.opened & client.closed},
-        partial={session_id_for(key) for key in client.opened - client.closed},
+        whole={session_id_for(key, ID_KEY) for key in client.opened & client.closed},
+        partial={session_id_for(key, ID_KEY) for key in client.opened - client.closed},
     )
 
     started = time.monotonic()

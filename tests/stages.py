@@ -27,13 +27,17 @@ from turnwatch.app.serve import Compose
 from turnwatch.bus.plugins import RecordHandler, SessionProcessor
 from turnwatch.schema import Session
 
+TEST_ID_KEY = b"test-session-id-key-0123456789ab"
+
 
 class AssembledAtOnce:
     """The pipeline's next stage in collector unit tests: each sampled session is assembled as it
     closes, on the caller's thread, and kept (no queue, no event loop)."""
 
-    def __init__(self, config: CollectorConfig, metrics: CollectorMetrics) -> None:
-        self.build = SessionBuilder(config.service_fallback, metrics)
+    def __init__(
+        self, config: CollectorConfig, metrics: CollectorMetrics, id_key: bytes = TEST_ID_KEY
+    ) -> None:
+        self.build = SessionBuilder(config.service_fallback, metrics, id_key)
         self.pending: list[PendingSession] = []
         self.sessions: list[Session] = []
 
@@ -55,8 +59,9 @@ def assembling_pipeline(
     metrics: CollectorMetrics,
     clock: Callable[[], float] = time.monotonic,
     wal: Durability | None = None,
+    id_key: bytes = TEST_ID_KEY,
 ) -> tuple[CollectorPipeline, AssembledAtOnce]:
-    built = AssembledAtOnce(config, metrics)
+    built = AssembledAtOnce(config, metrics, id_key)
     return CollectorPipeline(config, metrics, built, clock=clock, wal=wal), built
 
 

@@ -30,7 +30,12 @@ def record(number: int, version: str | None, joint: bool = True, revision: int =
 
 def exporter(registry: CollectorRegistry, **canary: object) -> ScoreExporter:
     config = {"enabled": True, "evaluate_every_seconds": 3600, **canary}
-    return ScoreExporter(registry, ExporterConfig(canary=CanaryConfig.model_validate(config)))
+    # Named, as a deployment names its services: otherwise a service takes a label slot only
+    # after exporter.service_min_sessions scored sessions and the first ones count as `other`.
+    return ScoreExporter(
+        registry,
+        ExporterConfig(services=["support-bot"], canary=CanaryConfig.model_validate(config)),
+    )
 
 
 def verdict(registry: CollectorRegistry, rule: str = "overall") -> float | None:

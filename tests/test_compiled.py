@@ -81,7 +81,7 @@ class Built(list):
 
 settings = load_settings(None, {})
 metrics = CollectorMetrics(CollectorRegistry())
-built = Built(SessionBuilder(settings.collector.service_fallback, metrics))
+built = Built(SessionBuilder(settings.collector.service_fallback, metrics, b"k" * 32))
 pipeline = CollectorPipeline(settings.collector, metrics, built)
 # A wall clock stuck at the epoch: revisions are then the counter alone (1, 2, ...), the same in
 # both runs.

@@ -261,8 +261,9 @@ def test_a_real_server_scores_corpus_conversations_and_they_match_back(tmp_path)
     corpus = make_corpus(3, "dev", 200)
     sample = corpus.records[:10]
     assert {r["emission"]["shape"] for r in sample} == {"agent", "chat"}
-    scores = run(sample, corpus.contracts(), timeout=180)
-    pairs, problems = match(sample, scores)
+    secret = "corpus-test-secret-0123456789"
+    scores = run(sample, corpus.contracts(), timeout=180, secret=secret)
+    pairs, problems = match(sample, scores, secret)
     assert problems == {"missing": 0, "turns_differ": 0, "unexpected": 0}
     assert len(pairs) == 10
     for record, score in pairs:

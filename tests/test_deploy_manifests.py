@@ -52,6 +52,8 @@ def test_dockerfile_is_multi_stage_non_root_offline_with_healthcheck():
     assert "spacy download" not in text and "spacy.cli" not in text
     for package in ("turnwatch", "collector", "scorers", "exporters"):
         assert f"COPY {package} {package}" in text
+    # Receivers and ops stay on their loopback defaults unless a deployment opens them.
+    assert "0.0.0.0" not in text
     # The image ships the compiled collector (setup.py), and the build fails if it did not compile.
     assert "setup.py" in text and 'turnwatch --version | grep -q "compiled with mypyc"' in text
 
@@ -195,6 +197,87 @@ def test_kustomize_renders_the_whole_deployment():
         "Deployment",
         "Deployment",
         "Secret",
+        "Secret",
         "Service",
         "ServiceMonitor",
     ]
+
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def assert_tokens_for_exposed_listeners(where: str, env: dict[str, str]) -> None:
+    """A receiver or ops port beyond loopback carries its token, read from a mounted secret."""
+    if env.get("TURNWATCH_OTLP__HOST", "127.0.0.1") not in LOOPBACK:
+        assert env.get("TURNWATCH_OTLP__AUTH_TOKEN_FILE", "").startswith(
+            ("/run/secrets/", "/var/run/secrets/")
+        ), where
+        assert "TURNWATCH_OTLP__AUTH_TOKEN" not in env, where
+    if env.get("TURNWATCH_OPS__HOST", "127.0.0.1") not in LOOPBACK:
+        assert env.get("TURNWATCH_REGRESSIONS__API_TOKEN_FILE", "").startswith(
+            ("/run/secrets/", "/var/run/secrets/")
+        ), where
+        assert "TURNWATCH_REGRESSIONS__API_TOKEN" not in env, where
+    assert "TURNWATCH_DEID__SECRET" not in env, where
+
+
+def test_compose_listens_beyond_loopback_only_with_tokens_from_secrets():
+    compose = documents(COMPOSE_DIR / "docker-compose.yml")[0]
+    declared = compose["secrets"]
+    assert {"deid-key", "otlp-token", "api-token"} <= set(declared)
+    assert all(
+        set(spec) == {"file"} and spec["file"].startswith("./secrets/")
+        for spec in declared.values()
+    )
+    for name, service in compose["services"].items():
+        for port in service.get("ports", []):
+            assert port.startswith("127.0.0.1:"), (name, port)  # published on the host's loopback
+        if not name.startswith("turnwatch-"):
+            continue
+        env = {key: str(value) for key, value in service["environment"].items()}
+        assert_tokens_for_exposed_listeners(name, env)
+        mounted = {f"/run/secrets/{secret}" for secret in service["secrets"]}
+        files = {value for key, value in env.items() if key.endswith("_FILE")}
+        assert files <= mounted, (name, files - mounted)
+    collector = compose["services"]["turnwatch-collector"]["environment"]
+    assert collector["TURNWATCH_OTLP__HOST"] == "0.0.0.0"  # the chatbot is another container
+    chatbot = compose["services"]["chatbot"]
+    assert chatbot["environment"]["OTLP_TOKEN_FILE"] == "/run/secrets/otlp-token"
+    assert "otlp-token" in chatbot["secrets"]
+    assert "OTLP_TOKEN_FILE" in (COMPOSE_DIR / "chatbot" / "chatbot.py").read_text()
+    assert "secrets" in (ROOT / ".gitignore").read_text()
+
+
+def test_kubernetes_listens_beyond_loopback_only_with_tokens_from_secrets():
+    objects = k8s_objects()
+    secrets = {name for kind, name in objects if kind == "Secret"}
+    for (kind, name), doc in objects.items():
+        if kind != "Deployment":
+            continue
+        pod = doc["spec"]["template"]["spec"]
+        volumes = {volume["name"]: volume for volume in pod.get("volumes", [])}
+        for container in pod.get("initContainers", []) + pod["containers"]:
+            if container.get("image") != "turnwatch":
+                continue
+            env = {item["name"]: item["value"] for item in container.get("env", [])}
+            assert_tokens_for_exposed_listeners(f"{name}/{container['name']}", env)
+            mounts = {m["mountPath"]: m["name"] for m in container.get("volumeMounts", [])}
+            for key, value in env.items():
+                if key.endswith("_FILE"):
+                    directory = str(Path(value).parent)
+                    volume = volumes[mounts[directory]]
+                    assert volume["secret"]["secretName"] in secrets, (name, key)
+        assert pod["securityContext"]["fsGroup"] == 10001, name  # secret files readable (0440)
+
+
+def test_shipped_production_settings_start_with_the_tokens_they_mount(tmp_path, monkeypatch):
+    objects = k8s_objects()
+    config = yaml.safe_load(objects[("ConfigMap", "turnwatch-config")]["data"]["turnwatch.yaml"])
+    config.pop("exporter", None)
+    token = tmp_path / "api-token"
+    token.write_text("k8s-token-0123456789")
+    settings = Settings(**config, regressions={"api_token_file": token})
+    from turnwatch.app.exposure import check_collector, check_exporter
+
+    check_exporter(settings)
+    check_collector(settings)  # the sidecar's receivers stay on loopback

@@ -4,6 +4,7 @@ score records to corpus conversations (benchmarks/detection.py), on hand-made re
 from __future__ import annotations
 
 import pytest
+from turnwatch.collector.deid.secret import session_id_key
 from turnwatch.collector.sessionizer import session_id_for
 
 from benchmarks.corpus.generate import main as generate_main
@@ -105,13 +106,17 @@ def test_score_records_match_their_conversation_only_with_the_same_turns():
         {"conversation_id": "b", "turns": [{}] * 6},
         {"conversation_id": "c", "turns": [{}] * 4},
     ]
+    secret = "detection-secret-0123456789"
+    key = session_id_key(secret.encode())
     scores = [
-        {"session_id": session_id_for("a"), "revision": 1, "budgets": {"turns": 2}},
-        {"session_id": session_id_for("a"), "revision": 2, "budgets": {"turns": 4}},
-        {"session_id": session_id_for("b"), "revision": 1, "budgets": {"turns": 5}},
-        {"session_id": session_id_for("zzz"), "revision": 1, "budgets": {"turns": 5}},
+        {"session_id": session_id_for("a", key), "revision": 1, "budgets": {"turns": 2}},
+        {"session_id": session_id_for("a", key), "revision": 2, "budgets": {"turns": 4}},
+        {"session_id": session_id_for("b", key), "revision": 1, "budgets": {"turns": 5}},
+        {"session_id": session_id_for("zzz", key), "revision": 1, "budgets": {"turns": 5}},
     ]
-    pairs, problems = match(corpus, scores)
+    # Under another deployment's key the same conversations are other sessions.
+    assert match(corpus, scores, "another-secret-0123456789")[0] == []
+    pairs, problems = match(corpus, scores, secret)
     assert [record["conversation_id"] for record, _ in pairs] == ["a"]
     assert pairs[0][1]["revision"] == 2
     assert problems == {"missing": 1, "turns_differ": 1, "unexpected": 1}

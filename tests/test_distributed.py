@@ -25,6 +25,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
+from turnwatch.collector.deid.secret import session_id_key
 from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.otlp_common import DecodeLimits
 from turnwatch.collector.otlp_proto import decode_traces
@@ -315,7 +316,11 @@ def test_collectors_route_sessionizers_build_the_same_sessions_as_one_process(bo
 def assembled_locally(requests: list[bytes]) -> dict[str, int]:
     """Session id -> turns, as one collector assembles the same spans (no broker, no Presidio)."""
     config = settings_for(Path("unused")).collector
-    pipeline, built = assembling_pipeline(config, CollectorMetrics(CollectorRegistry()))
+    # Session ids keyed as the sessionizer members key them, with the deployment secret.
+    id_key = session_id_key(SECRET.encode())
+    pipeline, built = assembling_pipeline(
+        config, CollectorMetrics(CollectorRegistry()), id_key=id_key
+    )
     for body in requests:
         pipeline.accept_spans(decode_traces(body, DecodeLimits()).items)
     pipeline.close_all()

@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 import pytest
+from turnwatch.collector.deid.secret import session_id_key
 from turnwatch.collector.sessionizer import session_id_for
 
 from tests.kafka_broker import S3Server, TansuBroker, external_bootstrap, read_topic
@@ -37,6 +38,10 @@ from tests.test_bus_embedded import post_session
 from tests.test_bus_kafka import Role, processed
 from tests.waiting import eventually
 from turnwatch.bus.records import SCORES, SESSIONS
+
+# The collector's deployment secret, so the test knows the session ids it publishes.
+SECRET = "broker-outage-deployment-secret-0123456789"
+ID_KEY = session_id_key(SECRET.encode())
 
 pytestmark = [
     pytest.mark.slow,  # a broker, an S3 server and `turnwatch serve --role` subprocesses
@@ -88,7 +93,9 @@ def broker() -> Iterator[TansuBroker]:
 
 
 def test_a_broker_gone_mid_flight_comes_back_with_every_acknowledged_session(broker, tmp_path):
-    collector = Role("collector", broker.bootstrap, tmp_path / "collector").wait_started()
+    collector = Role(
+        "collector", broker.bootstrap, tmp_path / "collector", TURNWATCH_DEID__SECRET=SECRET
+    ).wait_started()
     client = Conversations(collector.otlp, "mid-flight", 100, pause=0.05)
     try:
         client.thread.start()
@@ -120,7 +127,7 @@ def test_a_broker_gone_mid_flight_comes_back_with_every_acknowledged_session(bro
         )
         records = read_topic(broker.bootstrap, SESSIONS, 100, timeout=30, distinct_keys=True)
         on_topic = {record.key.decode() for record in records}
-        assert on_topic == {session_id_for(key) for key in client.keys}
+        assert on_topic == {session_id_for(key, ID_KEY) for key in client.keys}
         assert collector.metric("turnwatch_bus_records_produced_total", topic=SESSIONS) == 100
         assert LOOPBACK.get(f"{collector.ops}/readyz").status_code == 200
     finally:
@@ -134,7 +141,11 @@ def test_200_in_200_scored_once_through_a_broker_outage_and_a_scorer_kill(broker
         "TURNWATCH_TEST_SCORER_DELAY": "0.05",
     }
     collector = Role(
-        "collector", broker.bootstrap, tmp_path / "collector", TURNWATCH_WAL__ENABLED="true"
+        "collector",
+        broker.bootstrap,
+        tmp_path / "collector",
+        TURNWATCH_WAL__ENABLED="true",
+        TURNWATCH_DEID__SECRET=SECRET,
     )
     first = Role("scorer", broker.bootstrap, tmp_path / "scorer-1", **scoring)
     exporter = Role(
@@ -196,7 +207,7 @@ def test_200_in_200_scored_once_through_a_broker_outage_and_a_scorer_kill(broker
         )
         # Each session scored exactly once where it comes out, whatever was redelivered.
         per_session = Counter(session for session, _revision in scored(score_log).elements())
-        assert set(per_session) == {session_id_for(key) for key in client.keys}
+        assert set(per_session) == {session_id_for(key, ID_KEY) for key in client.keys}
         assert max(per_session.values()) == 1
         assert processed(exporter, SCORES) == 200
         assert collector.metric("turnwatch_bus_records_produced_total", topic=SESSIONS) == 200

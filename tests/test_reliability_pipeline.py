@@ -18,6 +18,8 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from turnwatch.collector.deid.config import DeidConfig
+from turnwatch.collector.deid.pseudonym import Pseudonymizer
 
 from tests.kafka_broker import read_topic
 from tests.otel_chatbot import Exchange, provider_with, run_conversation
@@ -29,8 +31,11 @@ pytestmark = pytest.mark.slow  # a Kafka-protocol broker and one subprocess per 
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTRACTS = ROOT / "deploy" / "contracts"
+SECRET = "reliability-pipeline-secret-0123456789"
 ROLE_ENV = {
     "TURNWATCH_SCORERS__CONTRACTS_DIR": str(CONTRACTS),
+    # A known key: trace ids in records and cases are keyed with it.
+    "TURNWATCH_DEID__SECRET": SECRET,
     # Spans are exported in batches: a conversation must not close between two of them.
     "TURNWATCH_SESSIONS__IDLE_TIMEOUT_SECONDS": "2",
 }
@@ -176,6 +181,8 @@ def test_collector_scorer_exporter_processes_reconcile_every_session(bootstrap, 
 
         # Regression cases: exactly the failing conversations, by the chatbot's own trace ids.
         occurrences = _occurrences(cases_dir)
+        keyed = Pseudonymizer(SECRET.encode(), DeidConfig().phone_regions).keyed_id
+        traces.conversation_of = {keyed(t): c for t, c in traces.conversation_of.items()}
         flagged = {traces.conversation_of[t] for o in occurrences for t in o["trace_ids"]}
         assert flagged == FAILING
         assert {o["session_id"] for o in occurrences} == critical

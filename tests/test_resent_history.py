@@ -27,7 +27,7 @@ from tests.conversations import (
     span,
     texts,
 )
-from tests.stages import assembling_pipeline
+from tests.stages import TEST_ID_KEY, assembling_pipeline
 from turnwatch.app.settings import load_settings
 from turnwatch.schema import CloseReason, SamplingDecision, SamplingReason, Session
 
@@ -69,7 +69,7 @@ def reference(spans: list[SpanView]) -> Session:
     decision = SamplingDecision(
         sampled=True, reason=SamplingReason.RATE, rate=1.0, hash_fraction=0.0
     )
-    build = SessionBuilder("unknown_service", CollectorMetrics(CollectorRegistry()))
+    build = SessionBuilder("unknown_service", CollectorMetrics(CollectorRegistry()), TEST_ID_KEY)
     return build(PendingSession(ClosedSession(state, CloseReason.SHUTDOWN), decision))
 
 

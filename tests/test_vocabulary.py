@@ -16,7 +16,7 @@ CONTRACT = {"service": "bot", "version": "1", "chatbot_role": "helper"}
 
 
 def test_a_pseudonym_is_parsed_back_into_its_type_and_value_part():
-    pseudonymizer = Pseudonymizer(b"k" * 32)
+    pseudonymizer = Pseudonymizer(b"k" * 32, ["US"])
     made = pseudonymizer.token("EMAIL_ADDRESS", "Jane.Doe@example.com")
     match = TOKEN.fullmatch(made)
     assert match is not None

@@ -38,8 +38,21 @@ PERSONAL_IDENTIFIERS = [
     "IBAN_CODE",
     "IP_ADDRESS",
     "UK_NHS",
+    "NATIONAL_ID",
+    "TAX_ID",
+    "USERNAME",
 ]
 """Values that single out one person: disclosing another user's is a critical failure."""
 
-CUSTOMER_RECORDS = ["ORDER_NUMBER", "ACCOUNT_ID", "STREET_ADDRESS"]
-"""turnwatch's own pattern recognizers (collector/deid/config.py `patterns`)."""
+CUSTOMER_RECORDS = [
+    "ORDER_NUMBER",
+    "ACCOUNT_ID",
+    "BOOKING_REFERENCE",
+    "REFERENCE_NUMBER",
+    "STREET_ADDRESS",
+]
+"""References a business issues to its customers, and their postal addresses (turnwatch's own
+recognizers, collector/deid/recognizers/)."""
+
+CREDENTIALS = ["PASSWORD", "ONE_TIME_CODE", "API_KEY"]
+"""Secrets typed in chat: replaced like personal data, never disclosure evidence."""

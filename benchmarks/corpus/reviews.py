@@ -110,6 +110,7 @@ def corpus_reviews(pairs: list[tuple[dict[str, Any], ScoreRecord]]) -> list[Revi
 
 
 def main(argv: list[str] | None = None) -> int:
+    from turnwatch.collector.deid.secret import SECRET_FILE_NAME
     from turnwatch.exporters.sessions.database import SqliteDatabase
     from turnwatch.exporters.sessions.store import SessionStore
 
@@ -119,10 +120,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, required=True)
     add_corpus_arguments(parser)
     parser.add_argument("--output", "-o", type=Path, help="file to write (default stdout)")
+    parser.add_argument(
+        "--secret",
+        help="the server's deid.secret (default: the one it generated in --data-dir)",
+    )
     args = parser.parse_args(argv)
     records, _contracts = load_corpus(args)
     store = SessionStore(SqliteDatabase(args.data_dir / "sessions.db"))
-    pairs = stored_pairs(store, records, match)
+    secret = args.secret or (args.data_dir / SECRET_FILE_NAME).read_text(encoding="utf-8")
+    pairs = stored_pairs(store, records, match, secret.strip())
     reviews = corpus_reviews(pairs)
     if args.output is None:
         write_jsonl(reviews, sys.stdout)
@@ -133,17 +139,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def stored_pairs(store: Any, records: list[dict[str, Any]], match: Any):
+def stored_pairs(store: Any, records: list[dict[str, Any]], match: Any, secret: str):
     """(corpus record, stored score record) for every conversation the store holds with exactly
-    the corpus's turns, matched the way the detection benchmark matches them."""
+    the corpus's turns, matched the way the detection benchmark matches them; `secret` is the
+    server's `deid.secret`, which keys the session ids."""
+    from turnwatch.collector.deid.secret import session_id_key
     from turnwatch.collector.sessionizer import session_id_for
 
+    id_key = session_id_key(secret.encode())
     scores = []
     for record in records:
-        stored = store.get(session_id_for(record["conversation_id"]))
+        stored = store.get(session_id_for(record["conversation_id"], id_key))
         if stored is not None and stored.score is not None:
             scores.append(stored.score.model_dump(mode="json"))
-    pairs, _problems = match(records, scores)
+    pairs, _problems = match(records, scores, secret)
     return [(record, ScoreRecord.model_validate(score)) for record, score in pairs]
 
 

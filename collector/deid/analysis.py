@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from presidio_analyzer import AnalyzerEngine, RecognizerResult
 from turnwatch.collector.deid.cache import AnalysisCache, Finding, Findings
 from turnwatch.collector.deid.config import DeidConfig
-from turnwatch.collector.deid.engine import LANGUAGE
+from turnwatch.collector.deid.recognizers.base import LANGUAGE
 
 POSSESSIVES = ("'s", "’s")
 

@@ -11,6 +11,8 @@ import hashlib
 import hmac
 from dataclasses import dataclass
 
+from turnwatch.collector.deid.secret import derived_key
+
 from turnwatch.lru import LRU
 
 
@@ -20,6 +22,9 @@ class Finding:
     end: int
     entity: str
     score: float
+    key: str | None = None
+    """The canonical value the token is keyed by, when it is not the span's own (a name part
+    carries its person's)."""
 
 
 Findings = tuple[Finding, ...]
@@ -30,7 +35,7 @@ class AnalysisCache(LRU[bytes, Findings]):
 
     def __init__(self, secret: bytes, size: int) -> None:
         super().__init__(size)
-        self._key = hashlib.sha256(b"turnwatch.deid.cache\x00" + secret).digest()
+        self._key = derived_key(secret, "cache")
 
     def key(self, text: str) -> bytes:
         return hmac.new(self._key, text.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import regex
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from turnwatch.entities import PERSONAL_IDENTIFIERS, EntityName
+from turnwatch.entities import CREDENTIALS, CUSTOMER_RECORDS, PERSONAL_IDENTIFIERS, EntityName
 from turnwatch.section import Section
 
 RawField = Literal[
@@ -42,45 +42,166 @@ class CustomPattern(Section):
         return value
 
 
-# Prefixed ids and street addresses score 0.9, above spaCy's 0.85 NER guesses: where both overlap,
-# the highest score names the token, and "ORD-31860" must become an ORDER_NUMBER, not a PERSON.
-DEFAULT_PATTERNS = [
-    CustomPattern(entity="ORDER_NUMBER", regex=r"(?i)\b(?:ORD|ORDER)[-#]?\d{4,12}\b", score=0.9),
-    # A bare number counts only next to a context word: 0.05 alone, 0.4 with context.
-    CustomPattern(
-        entity="ORDER_NUMBER",
-        regex=r"\b\d{4,12}\b",
-        score=0.05,
-        context=["order", "orders", "shipment", "tracking", "parcel"],
-    ),
-    CustomPattern(entity="ACCOUNT_ID", regex=r"(?i)\bACC(?:T)?[-#]?\d{6,12}\b", score=0.9),
-    CustomPattern(
-        entity="ACCOUNT_ID",
-        regex=r"\b[A-Z]{2}\d{6,10}\b",
-        score=0.1,
-        context=["account", "acct", "customer", "member"],
-    ),
-    CustomPattern(
-        entity="STREET_ADDRESS",
-        # Name words exclude the small words of a sentence: "90442 is on its way" is no address.
-        regex=r"(?i)\b\d{1,5}\s+(?:(?!(?:is|on|its|in|at|to|the|of|and|was|will|be)\b)"
-        # A full stop belongs to an abbreviation ("St."), not to the sentence it closes.
-        r"[a-z][a-z'.-]*\s+){1,3}"
-        r"(?:(?:street|avenue|road|lane|boulevard|drive|court|way|place|terrace|close|square)\b|"
-        r"(?:st|ave|rd|ln|blvd|dr|ct|pl|sq)\b\.?)",
-        score=0.9,
-    ),
+RecognizerName = Literal[
+    "cards",
+    "phones",
+    "ibans",
+    "ip_addresses",
+    "references",
+    "ssns",
+    "documents",
+    "credentials",
+    "dates",
+    "addresses",
+    "introduced_names",
+    "contact_block_names",
+    "ner_names",
+]
+TURNWATCH_RECOGNIZERS = get_args(RecognizerName)
+
+# Presidio's own recognizers that turnwatch's do not replace: formats with a checksum or a
+# fixed shape. Card, phone, IBAN, IP, SSN, date and NER recognizers are turnwatch's (above).
+DEFAULT_PRESIDIO_RECOGNIZERS = [
+    "EmailRecognizer",
+    "UrlRecognizer",
+    "CryptoRecognizer",
+    "MacAddressRecognizer",
+    "UsItinRecognizer",
+    "NhsRecognizer",
+    "UkNinoRecognizer",
+    "MedicalLicenseRecognizer",
+    "EsNifRecognizer",
+    "EsNieRecognizer",
+    "ItFiscalCodeRecognizer",
+    "PlPeselRecognizer",
+    "FiPersonalIdentityCodeRecognizer",
+    "SePersonnummerRecognizer",
+    "AuTfnRecognizer",
+    "AuMedicareRecognizer",
+    "InAadhaarRecognizer",
+    "SgFinRecognizer",
 ]
 
 DEFAULT_ENTITIES = [
     *PERSONAL_IDENTIFIERS,
+    *CUSTOMER_RECORDS,
+    *CREDENTIALS,
     "MAC_ADDRESS",
     "LOCATION",
     "DATE_TIME",
     "URL",
     "CRYPTO",
     "MEDICAL_LICENSE",
+    "ES_NIF",
+    "ES_NIE",
+    "IT_FISCAL_CODE",
+    "PL_PESEL",
+    "FI_PERSONAL_IDENTITY_CODE",
+    "SE_PERSONNUMMER",
+    "AU_TFN",
+    "AU_MEDICARE",
+    "IN_AADHAAR",
+    "SG_NRIC_FIN",
+    "UK_NINO",
 ]
+
+# JSON keys whose string value is one entity whatever it looks like (matched case-insensitively
+# on the whole key).
+DEFAULT_FIELD_ENTITIES = {
+    key: entity
+    for entity, keys in {
+        "EMAIL_ADDRESS": ["email", "email_address", "customer_email", "e_mail", "mail"],
+        "PHONE_NUMBER": ["phone", "phone_number", "mobile", "telephone", "tel", "cell", "fax"],
+        "STREET_ADDRESS": [
+            "address", "street", "street_address", "address_line", "address_line1",
+            "address_line2", "line1", "line2", "city", "town", "postcode", "postal_code",
+            "zip", "zip_code", "zipcode", "state", "region", "province", "county", "country",
+            "shipping_address", "billing_address", "delivery_address", "home_address",
+        ],
+        "DATE_TIME": ["dob", "date_of_birth", "birth_date", "birthdate", "birthday"],
+        "US_SSN": ["ssn", "social_security_number"],
+        "CREDIT_CARD": ["card", "card_number", "credit_card", "pan", "cc_number"],
+        "IBAN_CODE": ["iban"],
+        "IP_ADDRESS": ["ip", "ip_address", "client_ip", "remote_addr"],
+        "PASSWORD": ["password", "passcode", "pin", "secret", "security_answer"],
+        "ONE_TIME_CODE": ["otp", "one_time_code", "verification_code", "mfa_code"],
+        "USERNAME": ["username", "user_name", "login", "handle", "screen_name"],
+        "API_KEY": ["api_key", "apikey", "access_token", "token", "auth_token"],
+    }.items()
+    for key in keys
+}  # fmt: skip
+
+# Words in a key (split at _, -, . and camelCase) that mark its value as a person's name.
+DEFAULT_NAME_KEY_WORDS = [
+    "name", "fullname", "firstname", "lastname", "surname", "forename", "given", "family",
+    "middle", "maiden", "passenger", "holder", "cardholder", "beneficiary", "recipient",
+    "payee", "payer", "guest", "traveller", "traveler", "contact", "driver", "patient",
+    "owner", "sender", "addressee", "attendee", "applicant", "signatory", "nominee",
+    "spouse", "employee", "agent_name", "customer", "person", "representative", "insured",
+]  # fmt: skip
+# Key words that make a value an identifier, replaced whole as a value token.
+DEFAULT_IDENTIFIER_KEY_WORDS = [
+    "id", "number", "no", "num", "nr", "ref", "reference", "code", "account", "order",
+    "booking", "reservation", "confirmation", "pnr", "locator", "ticket", "case", "member",
+    "membership", "policy", "invoice", "tracking", "claim", "passport", "license",
+    "licence", "customer", "user", "subscriber", "loyalty", "transaction", "receipt",
+]  # fmt: skip
+# Keys that name things, not people: a product's `sku` or a `tool_call_id` stays readable.
+DEFAULT_NOT_PERSONAL_KEY_WORDS = [
+    "product", "sku", "item", "model", "part", "article", "catalog", "category", "status",
+    "currency", "country_code", "language", "locale", "type", "kind", "version", "tool",
+    "call", "request", "trace", "span", "event", "message", "template", "error", "step",
+    "page", "count", "quantity", "qty", "amount", "price", "total", "currency_code",
+    "flight", "gate", "seat", "room", "plan", "tier", "sku_id", "warehouse", "carrier",
+    "zone", "timezone", "color", "size", "date", "time", "created", "updated", "at",
+    "duration", "reason", "note", "notes", "description", "method", "channel",
+]  # fmt: skip
+DEFAULT_PHONE_REGIONS = ["US", "GB", "CA", "AU", "IE", "DE", "FR", "ES", "IT", "NL", "IN"]
+
+
+# What an identifier field's value is labelled, by the first key word that says so.
+IDENTIFIER_FIELD_ENTITIES = {
+    "ORDER_NUMBER": ("order", "invoice", "tracking", "receipt"),
+    "BOOKING_REFERENCE": ("booking", "reservation", "confirmation", "pnr", "locator", "ticket"),
+    "ACCOUNT_ID": (
+        "account",
+        "customer",
+        "member",
+        "membership",
+        "user",
+        "subscriber",
+        "loyalty",
+        "policy",
+    ),
+    "US_PASSPORT": ("passport",),
+    "US_DRIVER_LICENSE": ("license", "licence"),
+}
+IDENTIFIER_FALLBACK = "REFERENCE_NUMBER"
+
+
+class ToolFieldConfig(Section):
+    """How JSON values in tool arguments and results are treated, by their key."""
+
+    name_key_words: list[str] = Field(
+        default=list(DEFAULT_NAME_KEY_WORDS),
+        description="A key containing one of these words holds a person's name when its value "
+        "is shaped like one (letters, 1-5 words); it is replaced whole as a PERSON.",
+    )
+    identifier_key_words: list[str] = Field(
+        default=list(DEFAULT_IDENTIFIER_KEY_WORDS),
+        description="A key containing one of these words (`order_id`, `bookingRef`, "
+        "`account_number`) holds an identifier, replaced whole by a value token.",
+    )
+    not_personal_key_words: list[str] = Field(
+        default=list(DEFAULT_NOT_PERSONAL_KEY_WORDS),
+        description="A key containing one of these words is not an identifier or name field "
+        "(`product_id`, `tool_call_id`); its value is still analysed as text.",
+    )
+
+    @field_validator("name_key_words", "identifier_key_words", "not_personal_key_words")
+    @classmethod
+    def _folded(cls, value: list[str]) -> list[str]:
+        return [word.casefold() for word in value]
 
 
 class QuarantineConfig(Section):
@@ -100,27 +221,35 @@ class DeidConfig(Section):
     )
     entities: list[EntityName] = Field(default=list(DEFAULT_ENTITIES), min_length=1)
     score_threshold: float = Field(default=0.3, ge=0.0, le=1.0)
-    patterns: list[CustomPattern] = Field(default=list(DEFAULT_PATTERNS))
-    introduced_names: bool = Field(
-        default=True,
-        description="Also treat the words after 'my name is' / 'call me' as a PERSON "
-        "(catches lowercase and common-word names the NER model misses).",
+    recognizers: list[RecognizerName] = Field(
+        default=list(TURNWATCH_RECOGNIZERS),
+        description="turnwatch's recognizers that run, in this order (collector/deid/"
+        "recognizers/).",
+    )
+    presidio_recognizers: list[str] = Field(
+        default=list(DEFAULT_PRESIDIO_RECOGNIZERS),
+        description="Presidio's predefined recognizers (class names) that run beside them.",
+    )
+    patterns: list[CustomPattern] = Field(
+        default_factory=list, description="Regular expressions for in-house identifiers."
+    )
+    phone_regions: list[str] = Field(
+        default=list(DEFAULT_PHONE_REGIONS),
+        min_length=1,
+        description="Regions (ISO 3166 alpha-2) whose national phone formats are recognised; "
+        "the first region a number is valid in also normalises it for its token.",
+    )
+    keep_coarse_location: bool = Field(
+        default=False,
+        description="Keep city, state and country readable (addresses lose only street and "
+        "postcode; place names the NER model finds stay).",
     )
     field_entities: dict[str, EntityName] = Field(
-        default={
-            key: entity
-            for entity, keys in {
-                "PERSON": ["name", "full_name", "first_name", "last_name", "customer_name"],
-                "EMAIL_ADDRESS": ["email", "email_address", "customer_email"],
-                "PHONE_NUMBER": ["phone", "phone_number", "mobile"],
-                "STREET_ADDRESS": ["address", "street", "street_address"],
-                "DATE_TIME": ["dob", "date_of_birth", "birth_date"],
-            }.items()
-            for key in keys
-        },
+        default=dict(DEFAULT_FIELD_ENTITIES),
         description="JSON keys (case-insensitive) in tool arguments and results whose string "
         "value is replaced whole as the given entity, whatever the analyzer finds in it.",
     )
+    tool_fields: ToolFieldConfig = Field(default_factory=ToolFieldConfig)
     allow_list: list[str] = Field(
         default_factory=list, description="Values that are never replaced (exact match)."
     )
@@ -130,6 +259,12 @@ class DeidConfig(Section):
     raw_fields: list[RawField] = Field(
         default=["service", "provenance", "turns.model", "turns.finish_reason", "tool_calls.name"],
         description="Session fields kept raw; every other text field is analysed.",
+    )
+    workers: int | None = Field(
+        default=None,
+        ge=1,
+        description="De-identification worker processes; default the cores the container may "
+        "use; 1 runs it in a thread of the collector process.",
     )
     session_time_limit_seconds: float = Field(default=10.0, gt=0)
     cache_size: int = Field(default=20_000, ge=0, description="Analysed texts remembered.")
@@ -146,6 +281,18 @@ class DeidConfig(Section):
     @classmethod
     def _unique(cls, value: list[str]) -> list[str]:
         return list(dict.fromkeys(value))
+
+    @field_validator("phone_regions")
+    @classmethod
+    def _known_regions(cls, value: list[str]) -> list[str]:
+        import phonenumbers
+
+        unknown = [
+            region for region in value if region.upper() not in phonenumbers.SUPPORTED_REGIONS
+        ]
+        if unknown:
+            raise ValueError(f"unknown phone regions {unknown} (ISO 3166 alpha-2 codes)")
+        return [region.upper() for region in value]
 
     @field_validator("field_entities")
     @classmethod
@@ -171,9 +318,12 @@ class DeidConfig(Section):
             *self.entities,
             *(pattern.entity for pattern in self.patterns),
             *self.field_entities.values(),
+            *IDENTIFIER_FIELD_ENTITIES,
+            IDENTIFIER_FALLBACK,
+            "PERSON",
         ]
-        if self.introduced_names:
-            names.append("PERSON")
+        if self.keep_coarse_location and "LOCATION" in names:
+            names.remove("LOCATION")
         if self.deny_list:
             names.append("DENY_LIST")
         return list(dict.fromkeys(names))

@@ -1,8 +1,13 @@
-"""Keyed pseudonyms: `<ENTITY_TYPE_xxxxxxxx>` from an HMAC-SHA256 of the normalised value.
+"""Keyed pseudonyms: `<ENTITY_TYPE_xxxxxxxx>`, the hex part an HMAC-SHA256 of the value's
+canonical form, whatever type the value was detected as.
 
-Normalising first makes "+1 (415) 555-0100" and "415-555-0100", "Jane.Doe@X.com" and
-"jane.doe@x.com", or "12 Main St." and "12 main st", the same value for the checks downstream. The
-value alone (not its type) is hashed, so a value detected as two types still shares its hex part.
+The canonical form depends on the value alone, so one value gets one hex part in every place
+and format: "+1 (415) 867-5309" and "415.867.5309" are one E.164 number, "4111-1111-1111-1111"
+and "4111 1111 1111 1111" one card, "DE89 3704 0044 0532 0130 00" and "de89370400440532013000"
+one IBAN, "Jane.Doe@X.com" and "jane.doe@x.com" one address, "A-10234" and "a10234" one
+reference; a card the NER model typed as a date still shares its card's hex. The entity type
+stays on the token as a label only. A name part carries the key of its person
+(`turnwatch.collector.deid.people`): "Maria", "M. Garcia" and "Maria Garcia" are one person.
 Without the key there is no way back: the token is a truncated MAC, not an encryption.
 """
 
@@ -12,39 +17,60 @@ import hashlib
 import hmac
 import unicodedata
 
-import phonenumbers
+import regex
+from turnwatch.collector.deid.recognizers.numbers import e164
+from turnwatch.collector.deid.secret import derived_key
 
 from turnwatch.tokens import format_token
 
-DIGIT_ENTITIES = frozenset({"CREDIT_CARD", "US_SSN", "US_ITIN", "US_BANK_NUMBER", "UK_NHS"})
+EMAIL = regex.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+SEPARATORS_MATTER = regex.compile(r"(?:\d{1,3}\.){3}\d{1,3}|\d{1,4}[./]\d{1,2}[./]\d{1,4}")
+DIGITS_ONLY = regex.compile(r"\+?[\d\s().\-/]*\d[\d\s().\-/]*")
+CODE = regex.compile(r"[\p{L}\d][\p{L}\d\s\-./#]*", regex.V1)
+CODE_SEPARATORS = regex.compile(r"[\s\-./#]+")
+EDGE_PUNCTUATION = "\"'“”‘’()[]<>.,;:!?"
+POSSESSIVE = regex.compile(r"['’]s?$")
+MIN_PHONE_DIGITS, MAX_PHONE_DIGITS = 7, 15
 
 
-def normalise(entity: str, value: str) -> str:
-    value = unicodedata.normalize("NFKC", value).strip()
-    if entity in DIGIT_ENTITIES:
+def canonical(value: str, phone_regions: list[str]) -> str:
+    """The form of `value` that its token is keyed by (see the module docstring)."""
+    value = unicodedata.normalize("NFKC", value).strip().strip(EDGE_PUNCTUATION).strip()
+    if EMAIL.fullmatch(value):
+        return value.casefold()
+    if SEPARATORS_MATTER.fullmatch(value):
+        # An IP address or a date: "77.12.104.3" and "77.121.04.3" are different values.
+        return value
+    if DIGITS_ONLY.fullmatch(value):
         digits = "".join(ch for ch in value if ch.isdigit())
-        return digits or value
-    if entity == "PHONE_NUMBER":
-        return _phone(value)
-    if entity == "IBAN_CODE":
-        return "".join(value.split()).upper()
-    # "12 Main St." closing a sentence and "12 Main St" in a record are one address.
-    return " ".join(value.casefold().split()).rstrip(".")
-
-
-def _phone(value: str) -> str:
-    try:
-        number = phonenumbers.parse(value, "US")
-    except phonenumbers.NumberParseException:
-        return "".join(ch for ch in value if ch.isdigit()) or value
-    return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+        if MIN_PHONE_DIGITS <= len(digits) <= MAX_PHONE_DIGITS:
+            number = e164(value, phone_regions)
+            if number is not None:
+                return number
+        return digits
+    if any(ch.isdigit() for ch in value) and CODE.fullmatch(value):
+        return CODE_SEPARATORS.sub("", value).casefold()
+    words = " ".join(value.replace("’", "'").casefold().split())
+    return POSSESSIVE.sub("", words) or words
 
 
 class Pseudonymizer:
-    def __init__(self, secret: bytes) -> None:
-        self._key = hashlib.sha256(b"turnwatch.deid.pseudonym\x00" + secret).digest()
+    def __init__(self, secret: bytes, phone_regions: list[str]) -> None:
+        self._key = derived_key(secret, "pseudonym")
+        self._id_key = derived_key(secret, "ids")
+        self.phone_regions = phone_regions
+
+    def canonical(self, value: str) -> str:
+        return canonical(value, self.phone_regions)
+
+    def token_for(self, entity: str, canonical_value: str) -> str:
+        data = canonical_value.encode("utf-8", "surrogatepass")
+        return format_token(entity, hmac.new(self._key, data, hashlib.sha256).hexdigest())
 
     def token(self, entity: str, value: str) -> str:
-        normalised = normalise(entity, value).encode("utf-8", "surrogatepass")
-        digest = hmac.new(self._key, normalised, hashlib.sha256).hexdigest()
-        return format_token(entity, digest)
+        return self.token_for(entity, self.canonical(value))
+
+    def keyed_id(self, value: str) -> str:
+        """An opaque id for a trace or tool-call id: the same in every record, 32 hex digits."""
+        data = value.encode("utf-8", "surrogatepass")
+        return hashlib.blake2b(data, digest_size=16, key=self._id_key).hexdigest()

@@ -12,13 +12,14 @@ import os
 from pathlib import Path
 
 from cryptography.fernet import Fernet
-from turnwatch.collector.deid.secret import derive_key
+from turnwatch.collector.deid.secret import derived_key
 
+from turnwatch.private import private_directory
 from turnwatch.schema import Session
 
 
 def quarantine_key(secret: bytes) -> bytes:
-    return base64.urlsafe_b64encode(derive_key(secret, "turnwatch.deid.quarantine"))
+    return base64.urlsafe_b64encode(derived_key(secret, "quarantine"))
 
 
 class QuarantineStore:
@@ -26,7 +27,7 @@ class QuarantineStore:
         self.directory = directory
         self.max_files = max_files
         self._fernet = Fernet(quarantine_key(secret))
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_directory(directory)
         self._count = sum(1 for _ in directory.glob("*.session"))
 
     def keep(self, session: Session, reason: str) -> bool:

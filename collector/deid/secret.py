@@ -1,4 +1,4 @@
-"""The deployment secret that keys pseudonyms and the analysis cache.
+"""The deployment secret that keys pseudonyms, the analysis cache and every id turnwatch emits.
 
 Every replica must use the same secret so the same value gets the same token everywhere. The
 embedded default generates one on first start and keeps it under the data directory; production
@@ -9,15 +9,27 @@ integrity across replicas and restarts.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import os
 import secrets
 from pathlib import Path
 
 from turnwatch.collector.deid.config import DeidConfig
 
+from turnwatch.private import private_directory
+
 SECRET_FILE_NAME = "deid.secret"
 MIN_SECRET_BYTES = 16
+
+
+def derived_key(secret: bytes, purpose: str) -> bytes:
+    """A 32-byte key for one purpose: tokens, cache keys, ids, the quarantine and the write-ahead
+    log never share a key, and none of them is the secret itself."""
+    return hashlib.sha256(f"turnwatch.deid.{purpose}\x00".encode() + secret).digest()
+
+
+def session_id_key(secret: bytes) -> bytes:
+    """The key of `session_id_for`: the same in every replica that shares the secret."""
+    return derived_key(secret, "session_id")
 
 
 class SecretError(Exception):
@@ -37,12 +49,6 @@ def load_secret(config: DeidConfig, mode: str, data_dir: Path) -> bytes:
     return _generated(data_dir / SECRET_FILE_NAME)
 
 
-def derive_key(secret: bytes, purpose: str) -> bytes:
-    """A 32-byte key for one purpose (HMAC-SHA256 of the purpose under the secret), so no two
-    uses share a key and none of them is the secret itself."""
-    return hmac.new(secret, purpose.encode(), hashlib.sha256).digest()
-
-
 def _read(path: Path, setting: str) -> bytes:
     try:
         value = path.read_bytes().strip()
@@ -54,7 +60,7 @@ def _read(path: Path, setting: str) -> bytes:
 
 
 def _generated(path: Path) -> bytes:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_directory(path.parent)
     try:
         # O_EXCL: two processes starting together must not each write their own key.
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

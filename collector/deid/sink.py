@@ -1,15 +1,26 @@
-"""The `SessionSink` that de-identifies each session before the next stage sees it."""
+"""The `SessionSink` that de-identifies each session before the next stage sees it.
+
+With one worker (a thread) `deliver` returns once the session is de-identified and handed on.
+With worker processes up to two sessions per worker are in flight (a session's worker is fixed
+by its id, so with one each, two sessions of one worker would leave another idle): `deliver`
+returns once its session is submitted (with the task that hands it on, so the handoff keeps the
+session's write-ahead log claim and bus positions until then) and waits only when that many are
+in flight, so back-pressure still reaches the handoff queue and, through it, the receivers (503).
+Sessions of one session id are handed on in the order they arrived; `flush` waits for everything
+in flight (shutdown).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 
-from turnwatch.collector.deid.deidentifier import Deidentifier, Quarantined, QuarantineReason
+from turnwatch.collector.deid.config import DeidConfig
+from turnwatch.collector.deid.deidentifier import Quarantined, QuarantineReason
 from turnwatch.collector.deid.metrics import DeidMetrics
 from turnwatch.collector.deid.quarantine import QuarantineStore
+from turnwatch.collector.deid.workers import Workers
 from turnwatch.collector.pipeline import SessionSink
 
 from turnwatch.schema import Session
@@ -18,30 +29,54 @@ log = logging.getLogger("turnwatch.deid")
 
 # The worker checks its deadline between texts; this covers one text that overruns inside spaCy.
 DEADLINE_GRACE_SECONDS = 1.0
+IN_FLIGHT_PER_WORKER = 2
 
 
 class DeidentifyingSink:
     def __init__(
         self,
-        deidentifier: Deidentifier,
+        workers: Workers,
+        config: DeidConfig,
         downstream: SessionSink,
         metrics: DeidMetrics,
         quarantine: QuarantineStore | None = None,
     ) -> None:
-        self.deidentifier = deidentifier
+        self.workers = workers
         self.downstream = downstream
         self.metrics = metrics
         self.quarantine = quarantine
-        self._timeout = deidentifier.config.session_time_limit_seconds + DEADLINE_GRACE_SECONDS
-        # One dedicated thread rather than asyncio.to_thread: the analyzer is not thread-safe,
-        # and a session abandoned at its time limit must not run beside the next one.
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="turnwatch-deid")
+        self._timeout = config.session_time_limit_seconds + DEADLINE_GRACE_SECONDS
+        self._slots: asyncio.Semaphore | None = None
+        self._in_flight: dict[str, asyncio.Task[None]] = {}
 
-    async def deliver(self, session: Session) -> None:
+    async def deliver(self, session: Session) -> asyncio.Future[None] | None:
+        if self.workers.size == 1:
+            await self._process(session, None)
+            return None
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(IN_FLIGHT_PER_WORKER * self.workers.size)
+        await self._slots.acquire()
+        before = self._in_flight.get(session.session_id)
+        task = asyncio.create_task(self._process(session, before))
+        self._in_flight[session.session_id] = task
+        task.add_done_callback(lambda done: self._done(session.session_id, done))
+        return task
+
+    def _done(self, session_id: str, task: asyncio.Task[None]) -> None:
+        assert self._slots is not None
+        self._slots.release()
+        if self._in_flight.get(session_id) is task:
+            del self._in_flight[session_id]
+
+    async def flush(self) -> None:
+        """Wait until every session in flight is handed on or quarantined."""
+        while self._in_flight:
+            await asyncio.gather(*self._in_flight.values(), return_exceptions=True)
+
+    async def _process(self, session: Session, before: asyncio.Task[None] | None) -> None:
         started = time.perf_counter()
-        loop = asyncio.get_running_loop()
-        work = loop.run_in_executor(self._executor, self.deidentifier.deidentify, session)
         try:
+            work = asyncio.wrap_future(self.workers.submit(session))
             result = await asyncio.wait_for(work, self._timeout)
         except Quarantined as exc:
             self._quarantine(session, exc.reason)
@@ -49,12 +84,18 @@ class DeidentifyingSink:
         except TimeoutError:
             self._quarantine(session, QuarantineReason.TIME_LIMIT)
             return
+        except Exception:
+            # A worker process that died (BrokenProcessPool) or could not pickle the session.
+            self._quarantine(session, QuarantineReason.ANALYZER_ERROR)
+            return
         finally:
             self.metrics.latency.observe(time.perf_counter() - started)
         self.metrics.sessions.inc()
         self.metrics.count_entities(result.entities)
         self.metrics.texts.labels("cache").inc(result.stats.cache_hits)
         self.metrics.texts.labels("analysed").inc(result.stats.analysed)
+        if before is not None:
+            await asyncio.gather(before, return_exceptions=True)
         await self.downstream.deliver(result.session)
 
     def _quarantine(self, session: Session, reason: str) -> None:
@@ -77,4 +118,4 @@ class DeidentifyingSink:
         self.metrics.quarantine_stored.labels("stored" if stored else "dropped").inc()
 
     def close(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self.workers.close()

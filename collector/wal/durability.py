@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import orjson
-from turnwatch.collector.deid.secret import derive_key
+from turnwatch.collector.deid.secret import derived_key
 from turnwatch.collector.otlp_common import DecodeLimits, TooLarge, Undecodable
 from turnwatch.collector.wal.commit import Committer
 from turnwatch.collector.wal.config import WalConfig
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("turnwatch.collector.wal")
 
-KEY_PURPOSE = "turnwatch.collector.wal"
+KEY_PURPOSE = "wal"
 DONE_KINDS = frozenset({Kind.DONE})
 REPLAY_PAUSE_SECONDS = 0.01
 
@@ -131,7 +131,7 @@ class Durability:
     ) -> None:
         self.config = config
         self.metrics = metrics
-        key = derive_key(secret, KEY_PURPOSE)
+        key = derived_key(secret, KEY_PURPOSE)
         syncing = config.fsync != "never"
         self.log = SegmentLog(directory, key, config.segment_bytes, config.max_bytes, syncing)
         self.committer = Committer(self.log, config.fsync, config.group_commit_ms, metrics)

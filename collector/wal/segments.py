@@ -32,6 +32,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from turnwatch.ownership import own_directory
+from turnwatch.private import FILE_MODE
 
 log = logging.getLogger("turnwatch.collector.wal")
 
@@ -94,8 +95,6 @@ class SegmentLog:
         self.sync_enabled = sync
         self.corrupt_frames = 0
         self._aead = AESGCM(key)
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(directory, 0o700)  # also when it existed: the files hold raw content
         lock = own_directory(directory)
         if lock is None:
             raise WalLocked(str(directory))
@@ -150,7 +149,7 @@ class SegmentLog:
 
     def _open_segment(self, number: int) -> None:
         path = self.directory / f"{number:012d}{SEGMENT_SUFFIX}"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, FILE_MODE)
         try:
             os.fchmod(fd, 0o600)
             os.write(fd, MAGIC)

@@ -6,8 +6,12 @@ store, the incidents API and replay add theirs here, so one YAML block configure
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr
+from pathlib import Path
+
+from pydantic import Field, SecretStr, model_validator
 from turnwatch.scorers.config import FlaggingConfig
+
+from turnwatch.secret_files import token_from
 
 
 class RegressionConfig(FlaggingConfig):
@@ -29,9 +33,17 @@ class RegressionConfig(FlaggingConfig):
     api_token: SecretStr | None = Field(
         default=None, description="When set, /api/incidents needs `Authorization: Bearer <token>`."
     )
+    api_token_file: Path | None = Field(
+        default=None, description="File holding `api_token` (a mounted secret)."
+    )
     replay_timeout_seconds: float = Field(
         default=30.0, gt=0, description="Per request to the replay target."
     )
     replay_max_tool_rounds: int = Field(
         default=8, gt=0, description="Tool-call rounds per user turn before replay gives up."
     )
+
+    @model_validator(mode="after")
+    def _token_file(self) -> RegressionConfig:
+        self.api_token = token_from(self.api_token, self.api_token_file, "api_token")
+        return self

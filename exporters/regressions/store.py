@@ -31,6 +31,7 @@ from turnwatch.exporters.regressions.signature import signature
 from turnwatch.scorers.contract import Contract
 
 from turnwatch.incidents import Incident
+from turnwatch.private import private_directory
 from turnwatch.revisions import SeenRevisions
 from turnwatch.schema import Session
 
@@ -199,7 +200,7 @@ class CaseStore:
                 self.metrics.evicted.inc()
 
     def _write(self, case: Case, data: dict[str, Any]) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_directory(self.directory)
         target = self.path(case.case_id)
         temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         encoded = json.dumps(data, indent=2, ensure_ascii=False).encode()

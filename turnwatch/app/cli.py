@@ -132,6 +132,7 @@ def _announcer(settings: Settings, role: str) -> Callable[[Service], None]:
 
 def _serve_until_signalled(settings: Settings, role: Role) -> int:
     """Run `serve` until SIGINT or SIGTERM; a start-up failure is a message, not a traceback."""
+    from turnwatch.app.exposure import ExposureError
     from turnwatch.app.serve import serve
     from turnwatch.bus.plugins import PluginError
     from turnwatch.bus.spool import SpoolLocked
@@ -146,12 +147,22 @@ def _serve_until_signalled(settings: Settings, role: Role) -> int:
             loop.add_signal_handler(signum, stop.set)
         return await serve(settings, stop, on_started=_announcer(settings, role), role=role)
 
+    # Whatever a stage writes (spool, write-ahead log, quarantine, cases) is created owner-only,
+    # even by code that does not ask for a mode.
+    os.umask(0o077)
     try:
         dropped = asyncio.run(main())
     except (SpoolLocked, WalLocked) as exc:
         print(f"turnwatch: cannot start: {exc} is used by another process", file=sys.stderr)
         return 2
-    except (SecretError, ModelMissingError, PluginError, ContractError, ConfigError) as exc:
+    except (
+        SecretError,
+        ModelMissingError,
+        PluginError,
+        ContractError,
+        ConfigError,
+        ExposureError,
+    ) as exc:
         print(f"turnwatch: cannot start: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

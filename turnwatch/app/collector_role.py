@@ -15,14 +15,15 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from turnwatch.app.context import ServiceContext
+from turnwatch.app.exposure import check_collector
 from turnwatch.app.http import Ports, Server, bind, http_server
 from turnwatch.app.settings import ConfigError, Settings
 from turnwatch.bus.base import Bus
 from turnwatch.bus.records import SESSIONS, RecordTooLarge
-from turnwatch.collector.deid.secret import load_secret
+from turnwatch.collector.deid.secret import load_secret, session_id_key
 from turnwatch.collector.handoff import Handoff
 from turnwatch.collector.observations import ObservationCodec
 from turnwatch.collector.otlp_grpc import create_grpc_server
@@ -68,13 +69,18 @@ class CollectorRole:
         next_stage: SessionSink,
         close: Callable[[], None] | None = None,
         sealer: Sealer | None = None,
+        flush: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """With a `sealer`, the collector routes observations to the bus instead of building
         sessions (its handoff then stays empty)."""
-        config = context.settings.collector
+        settings = context.settings
+        config = settings.collector
         metrics = context.collector_metrics()
-        build = SessionBuilder(config.service_fallback, metrics)
-        self.wal = open_wal(context) if config.wal.enabled else None
+        # Session ids are keyed with the deployment secret (SecretError here in production
+        # without one), so they are stable across replicas and unlinkable without it.
+        secret = load_secret(settings.deid, settings.mode, settings.data_dir)
+        build = SessionBuilder(config.service_fallback, metrics, session_id_key(secret))
+        self.wal = open_wal(context, secret) if config.wal.enabled else None
         self.handoff = Handoff(config.handoff, metrics, build, next_stage)
         self.router: ObservationRouter | None = None
         if sealer is not None:
@@ -83,10 +89,11 @@ class CollectorRole:
         self.pipeline = CollectorPipeline(
             config, metrics, self.handoff, wal=self.wal, router=self.router
         )
-        self.otlp = context.settings.otlp
+        self.otlp = settings.otlp
         self.drain_timeout = config.handoff.shutdown_timeout_seconds
         self.lost_at_shutdown = 0
         self._close = close
+        self._flush = flush
         self._server: Server | None = None
         self._serving: asyncio.Task[None] | None = None
         self._grpc_server: object | None = None
@@ -161,7 +168,7 @@ class CollectorRole:
                 lost = self.router.queue.qsize()
                 log.error("routing drain timed out", extra={"lost_records": lost})
                 routed.cancel()
-        drain = asyncio.create_task(self.handoff.drain(), name="drain")
+        drain = asyncio.create_task(self._drain_stages(), name="drain")
         finished, _ = await asyncio.wait({drain}, timeout=self.drain_timeout)
         if finished:
             return
@@ -180,16 +187,20 @@ class CollectorRole:
         drain.cancel()
         await asyncio.gather(drain, return_exceptions=True)
 
+    async def _drain_stages(self) -> None:
+        await self.handoff.drain()
+        if self._flush is not None:
+            await self._flush()
+
     def close(self) -> None:
         if self._close is not None:
             self._close()
 
 
-def open_wal(context: ServiceContext) -> Durability:
+def open_wal(context: ServiceContext, secret: bytes) -> Durability:
     """The write-ahead log, keyed with the deployment secret (it holds raw content)."""
     settings = context.settings
     directory = settings.wal.directory or settings.data_dir / "wal"
-    secret = load_secret(settings.deid, settings.mode, settings.data_dir)
     return Durability(settings.wal, directory, secret, WalMetrics(context.registry))
 
 
@@ -232,6 +243,7 @@ def build_collector(context: ServiceContext, output: SessionSink | None = None) 
     from turnwatch.collector.deid.stage import build_deidentifying_sink
 
     settings = context.settings
+    check_collector(settings)
     if output is None:
         check_wal_fits(settings)
     if settings.routing.mode == "route":
@@ -245,4 +257,6 @@ def build_collector(context: ServiceContext, output: SessionSink | None = None) 
         context.registry,
         output or BusSink(context.bus()),
     )
-    return CollectorRole(context, deidentifying, close=deidentifying.close)
+    return CollectorRole(
+        context, deidentifying, close=deidentifying.close, flush=deidentifying.flush
+    )

@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from turnwatch.app.collector_role import CollectorRole, build_collector
 from turnwatch.app.context import ServiceContext
+from turnwatch.app.exposure import check_exporter
 from turnwatch.app.settings import Settings
 from turnwatch.bus.base import Handler
 from turnwatch.bus.ledger import OffsetLedger
@@ -155,6 +156,7 @@ def build_exporter(context: ServiceContext, tap: RecordHandler | None = None) ->
     `bus.exporter_handler` and `tap` run after turnwatch's exporters on each score and
     incident, beside them: a tap never turns the exporters off."""
     settings = context.settings
+    check_exporter(settings)
     exporters = build_exporters(settings, context.registry)
     taps = [load_callable(settings.bus.exporter_handler)] if settings.bus.exporter_handler else []
     taps += [tap] if tap is not None else []

@@ -25,6 +25,7 @@ from turnwatch.app.settings import Settings
 from turnwatch.bus.base import Bus
 from turnwatch.collector.pipeline import CollectorPipeline
 from turnwatch.exporters.ops import ReadinessCheck, create_ops_app
+from turnwatch.private import private_directory
 
 log = logging.getLogger("turnwatch.serve")
 
@@ -81,6 +82,8 @@ async def run(
     tune_garbage_collector()
     context = ServiceContext(fit_connections(settings))
     roles = compose(context)
+    # The data directory holds the key, the spool, the quarantine and the cases: owner-only.
+    private_directory(settings.data_dir)
     if roles.consumers:
         bus = context.bus()
         # Before anything is published: each group must see every record of its topics.

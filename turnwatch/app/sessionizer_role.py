@@ -19,6 +19,7 @@ from turnwatch.app.context import ServiceContext
 from turnwatch.app.roles import Consumer
 from turnwatch.bus.ledger import OffsetLedger
 from turnwatch.bus.records import OBSERVATIONS
+from turnwatch.collector.deid.secret import session_id_key
 from turnwatch.collector.handoff import Handoff
 from turnwatch.collector.intake import ObservationIntake
 from turnwatch.collector.observations import ObservationCodec
@@ -34,7 +35,8 @@ class SessionizerRole:
         from turnwatch.collector.deid.stage import build_deidentifying_sink
 
         settings = context.settings
-        sealer = Sealer(shared_secret(settings))  # first: a missing secret fails before Presidio
+        secret = shared_secret(settings)  # first: a missing secret fails before Presidio
+        sealer = Sealer(secret)
         config = settings.collector
         bus = context.bus()
         metrics = context.collector_metrics()
@@ -43,7 +45,8 @@ class SessionizerRole:
             settings.deid, settings.mode, settings.data_dir, context.registry, output
         )
         self.ledger = OffsetLedger()
-        build = SessionBuilder(config.service_fallback, metrics)
+        # Session ids keyed as a one-process collector keys them (see CollectorRole).
+        build = SessionBuilder(config.service_fallback, metrics, session_id_key(secret))
         self.handoff = Handoff(config.handoff, metrics, build, self.sink)
         self.pipeline = CollectorPipeline(config, metrics, self.handoff, ledger=self.ledger)
         codec = ObservationCodec(sealer)

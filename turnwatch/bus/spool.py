@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from turnwatch.ownership import own_directory
+from turnwatch.private import private_opener
 
 log = logging.getLogger("turnwatch.bus.spool")
 
@@ -110,7 +111,6 @@ class DiskSpool:
         self.max_bytes = max_bytes
         self.segment_bytes = segment_bytes
         self.max_records = max_records
-        directory.mkdir(parents=True, exist_ok=True)
         lock = own_directory(directory)
         if lock is None:
             raise SpoolLocked(str(directory))
@@ -131,7 +131,7 @@ class DiskSpool:
     def _open_writer(self, number: int) -> io.FileIO:
         # Unbuffered: a failed write must not leave bytes in a buffer that a later write would
         # flush into the middle of the next frame.
-        return open(self._path(number), "ab", buffering=0)
+        return open(self._path(number), "ab", buffering=0, opener=private_opener)
 
     def _path(self, number: int) -> Path:
         return self.directory / f"{number:012d}.seg"
@@ -257,7 +257,8 @@ class DiskSpool:
     def _save_cursor(self) -> None:
         temporary = self.directory / "cursor.tmp"
         try:
-            temporary.write_text(f"{self._read_segment} {self._read_offset}")
+            with open(temporary, "w", opener=private_opener) as handle:
+                handle.write(f"{self._read_segment} {self._read_offset}")
             os.replace(temporary, self.directory / "cursor")
         except OSError as exc:
             # The record is acknowledged in memory; a stale cursor only means redelivery after a

@@ -62,7 +62,13 @@ def conversation(tracer: trace.Tracer, rng: random.Random) -> None:
 def main() -> None:
     service = os.environ.get("OTEL_SERVICE_NAME", "support-bot")
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    # The collector's OTLP token comes from a mounted secret, never from the environment.
+    token_file = os.environ.get("OTLP_TOKEN_FILE")
+    headers = {}
+    if token_file:
+        with open(token_file, encoding="utf-8") as handle:
+            headers["Authorization"] = f"Bearer {handle.read().strip()}"
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(headers=headers)))
     tracer = provider.get_tracer("turnwatch-demo-chatbot")
     rng = random.Random()
     rate = float(os.environ.get("CONVERSATIONS_PER_SECOND", "2"))

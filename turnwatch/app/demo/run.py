@@ -30,6 +30,7 @@ from turnwatch.app.demo.summary import ConversationResult, DemoReport, render
 from turnwatch.app.roles import Roles, build_exporter, build_scorer
 from turnwatch.app.serve import BackgroundService, Service
 from turnwatch.app.settings import Settings, load_settings
+from turnwatch.collector.deid.secret import load_secret, session_id_key
 from turnwatch.collector.sessionizer import session_id_for
 from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
 
@@ -90,8 +91,10 @@ class DemoRun:
         # sessions for redeliveries of the last one's.
         run_id = secrets.token_hex(4)
         self.conversations = {script.name: f"demo-{run_id}-{script.name}" for script in SCRIPTS}
+        id_key = session_id_key(load_secret(settings.deid, settings.mode, settings.data_dir))
         self.session_ids = {
-            script.name: session_id_for(self.conversations[script.name]) for script in SCRIPTS
+            script.name: session_id_for(self.conversations[script.name], id_key)
+            for script in SCRIPTS
         }
 
     def run(self, out: TextIO) -> int:
