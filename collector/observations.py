@@ -1,18 +1,28 @@
 """What crosses `turnwatch.observations`: decoded observations and trace links, sealed.
 
-The payload is the collector's own records (`records.py`), validated by pydantic on the way back
-in, so a sessionizer buffers exactly what an embedded collector would have buffered. Content a
-decoder deferred is parsed before sealing: the sampling decision is the sessionizer's now.
+The payload is the collector's own records (`records.py`) in a declared wire form, validated by
+pydantic on the way back in, so a sessionizer buffers exactly what an embedded collector would
+have buffered. The wire form is spelled out as models rather than derived from the record
+dataclasses because the compiled collector (mypyc) erases their field annotations: pydantic sees
+every optional field as `type`. `tests/test_routing.py` holds the two field lists equal. Content
+a decoder deferred is parsed before sealing: the sampling decision is the sessionizer's now.
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import ConfigDict, TypeAdapter, ValidationError
-from turnwatch.collector.records import Context, Observation
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from turnwatch.collector.records import (
+    Context,
+    Message,
+    Observation,
+    ObservationKind,
+    ToolCallPart,
+    ToolExecution,
+)
 from turnwatch.collector.sealing import Sealer, Unsealable
 
 from turnwatch.bus.records import ObservationRecord
@@ -39,10 +49,133 @@ class TraceLink:
     conversation_key: str
 
 
-# `Observation.content` is typed with the decoders' deferred-content class; what is sealed has
-# it parsed (None), so pydantic only needs to accept the type, never to encode one.
-OBSERVATIONS = TypeAdapter(list[RoutedObservation], config=ConfigDict(arbitrary_types_allowed=True))
-LINKS = TypeAdapter(list[TraceLink])
+class WireModel(BaseModel):
+    # from_attributes: a wire model is built straight from the record it carries.
+    model_config = ConfigDict(extra="forbid", from_attributes=True)
+
+
+class WireToolCall(WireModel):
+    id: str | None
+    name: str
+    arguments: Any
+
+    def record(self) -> ToolCallPart:
+        return ToolCallPart(self.id, self.name, self.arguments)
+
+
+class WireMessage(WireModel):
+    role: str
+    text: str | None
+    tool_calls: list[WireToolCall]
+    tool_call_id: str | None
+    tool_response: Any
+    name: str | None
+    finish_reason: str | None
+    redacted: bool
+    truncated: bool
+
+    def record(self) -> Message:
+        return Message(
+            role=self.role,
+            text=self.text,
+            tool_calls=[call.record() for call in self.tool_calls],
+            tool_call_id=self.tool_call_id,
+            tool_response=self.tool_response,
+            name=self.name,
+            finish_reason=self.finish_reason,
+            redacted=self.redacted,
+            truncated=self.truncated,
+        )
+
+
+class WireToolExecution(WireModel):
+    call_id: str | None
+    name: str
+    arguments: Any
+    result: Any
+    error: str | None
+
+    def record(self) -> ToolExecution:
+        return ToolExecution(self.call_id, self.name, self.arguments, self.result, self.error)
+
+
+class WireObservation(WireModel):
+    """An `Observation` without `content` and `resends`: what is sealed has its content parsed
+    and holds each call's whole input."""
+
+    kind: ObservationKind
+    dialect: str
+    trace_id: str
+    span_id: str
+    start_ns: int
+    end_ns: int
+    inputs: list[WireMessage]
+    outputs: list[WireMessage]
+    system_instructions: list[str]
+    tool: WireToolExecution | None
+    event_sequence: int
+    agent_level: bool
+    provider: str | None
+    model: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    incomplete_reasons: list[str]
+    size_bytes: int
+
+    def record(self) -> Observation:
+        return Observation(
+            kind=self.kind,
+            dialect=self.dialect,
+            trace_id=self.trace_id,
+            span_id=self.span_id,
+            start_ns=self.start_ns,
+            end_ns=self.end_ns,
+            inputs=[message.record() for message in self.inputs],
+            outputs=[message.record() for message in self.outputs],
+            system_instructions=self.system_instructions,
+            tool=self.tool.record() if self.tool is not None else None,
+            event_sequence=self.event_sequence,
+            agent_level=self.agent_level,
+            provider=self.provider,
+            model=self.model,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            incomplete_reasons=self.incomplete_reasons,
+            size_bytes=self.size_bytes,
+        )
+
+
+class WireContext(WireModel):
+    service: str
+    conversation_key: str | None
+    key_source: str | None
+    user_id: str | None
+    is_error: bool
+    is_end_marker: bool
+    force_attribute: str | None
+    service_version: str | None
+    agent_name: str | None
+    agent_version: str | None
+    scope_name: str
+    dropped_attributes: int
+
+    def record(self) -> Context:
+        return Context(**self.model_dump())
+
+
+class WireRoutedObservation(WireModel):
+    trace_id: str
+    time_ns: int
+    context: WireContext
+    observation: WireObservation | None
+
+    def record(self) -> RoutedObservation:
+        observation = self.observation.record() if self.observation is not None else None
+        return RoutedObservation(self.trace_id, self.time_ns, self.context.record(), observation)
+
+
+OBSERVATIONS: TypeAdapter[list[WireRoutedObservation]] = TypeAdapter(list[WireRoutedObservation])
+LINKS: TypeAdapter[list[TraceLink]] = TypeAdapter(list[TraceLink])
 
 
 class BadObservations(Exception):
@@ -74,7 +207,8 @@ class ObservationCodec:
                 # A routing collector never compares calls (`drop_known` is the sessionizer's),
                 # so the parsed copy holds each call's whole input and no `resends` link.
                 item.observation = item.observation.parsed()
-        return self._seal(route, OBSERVATIONS.dump_json(items))
+        wire = OBSERVATIONS.validate_python(items, from_attributes=True)
+        return self._seal(route, OBSERVATIONS.dump_json(wire))
 
     def seal_links(self, links: list[TraceLink]) -> ObservationRecord:
         return self._seal("link", LINKS.dump_json(links))
@@ -84,7 +218,7 @@ class ObservationCodec:
         return ObservationRecord(route=route, record_id=uuid.uuid4().hex, sealed=sealed)
 
     def open_observations(self, record: ObservationRecord) -> list[RoutedObservation]:
-        return self._open(record, OBSERVATIONS)
+        return [item.record() for item in self._open(record, OBSERVATIONS)]
 
     def open_links(self, record: ObservationRecord) -> list[TraceLink]:
         return self._open(record, LINKS)

@@ -5,6 +5,7 @@ tests/test_distributed.py."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import orjson
 import pytest
@@ -14,10 +15,27 @@ from turnwatch.collector.config import CollectorConfig
 from turnwatch.collector.deid.secret import SecretError
 from turnwatch.collector.intake import ObservationIntake
 from turnwatch.collector.metrics import CollectorMetrics
-from turnwatch.collector.observations import BadObservations, ObservationCodec
+from turnwatch.collector.observations import (
+    BadObservations,
+    ObservationCodec,
+    RoutedObservation,
+    WireContext,
+    WireMessage,
+    WireObservation,
+    WireToolCall,
+    WireToolExecution,
+)
 from turnwatch.collector.otlp_common import DecodeLimits
 from turnwatch.collector.otlp_proto import trace_request_to_views
 from turnwatch.collector.pipeline import CollectorPipeline
+from turnwatch.collector.records import (
+    Context,
+    Message,
+    Observation,
+    ObservationKind,
+    ToolCallPart,
+    ToolExecution,
+)
 from turnwatch.collector.router import RECORD_CONTENT_BYTES, ObservationRouter
 from turnwatch.collector.sealing import Sealer, Unsealable
 
@@ -237,6 +255,69 @@ def test_a_trace_that_never_gets_a_link_becomes_a_session_of_its_own():
     member.pipeline.sweep()
     [session] = member.built.sessions
     assert session.key_source == "trace_id" and member.ledger.committable(OBSERVATIONS, 0, 4) == 3
+
+
+@pytest.mark.parametrize(
+    ("record", "wire", "not_sealed"),
+    [
+        (Context, WireContext, set()),
+        (Message, WireMessage, set()),
+        (ToolCallPart, WireToolCall, set()),
+        (ToolExecution, WireToolExecution, set()),
+        (Observation, WireObservation, {"content", "resends"}),
+    ],
+)
+def test_the_wire_form_carries_every_field_of_its_record(record, wire, not_sealed):
+    fields = [field.name for field in dataclasses.fields(record) if field.name not in not_sealed]
+    assert fields == list(wire.model_fields)
+
+
+def test_an_observation_comes_back_from_the_wire_as_it_was_sealed():
+    call = ToolCallPart("call-1", "lookup_order", {"order_id": "4411"})
+    observation = Observation(
+        ObservationKind.LLM_CALL,
+        "genai",
+        "trace-1",
+        "span-1",
+        1_000,
+        2_000,
+        inputs=[
+            Message("user", "where is my order?"),
+            Message(
+                "tool", tool_call_id="call-1", tool_response={"status": "packed"}, truncated=True
+            ),
+        ],
+        outputs=[Message("assistant", tool_calls=[call], finish_reason="tool_calls")],
+        system_instructions=["be brief"],
+        tool=ToolExecution("call-1", "lookup_order", {"order_id": "4411"}, "packed", None),
+        provider="openai",
+        model="gpt-test",
+        input_tokens=12,
+        incomplete_reasons=["truncated"],
+        size_bytes=640,
+    )
+    context = Context(
+        "shop",
+        "conv-a",
+        "gen_ai.conversation.id",
+        "user-9",
+        True,
+        False,
+        None,
+        "2.1",
+        "helper",
+        None,
+        "scope",
+        3,
+    )
+    sealed = CODEC.seal_observations(
+        "conversation", [RoutedObservation("trace-1", 5, context, observation)]
+    )
+    [opened] = CODEC.open_observations(sealed)
+    assert dataclasses.asdict(opened.context) == dataclasses.asdict(context)
+    assert dataclasses.asdict(opened.observation) == dataclasses.asdict(observation)
+    assert opened.observation.kind is ObservationKind.LLM_CALL
+    assert isinstance(opened.observation.outputs[0].tool_calls[0], ToolCallPart)
 
 
 def test_records_of_another_deployment_or_malformed_ones_are_refused_with_a_reason():

@@ -9,14 +9,14 @@ transcript; the layout is the one incidents have had on the wire since `schema_v
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import Field, model_validator
 
 from turnwatch.schema import Session, WireModel
 from turnwatch.scores import SCORE_SCHEMA_VERSION, ScoreRecord
 
-INCIDENT_SCHEMA_VERSION = SCORE_SCHEMA_VERSION
+INCIDENT_SCHEMA_VERSION: Final = SCORE_SCHEMA_VERSION
 
 
 class Incident(WireModel):

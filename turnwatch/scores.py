@@ -21,13 +21,13 @@ from __future__ import annotations
 import math
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from turnwatch.schema import JsonValue, SparseModel, WireModel
 
-SCORE_SCHEMA_VERSION = 1
+SCORE_SCHEMA_VERSION: Final = 1
 MAX_EXPLANATION_CHARS = 400
 FINITE = ConfigDict(allow_inf_nan=False)
 """The configuration of every model here: a float field refuses NaN and Infinity."""

@@ -11,7 +11,7 @@ observations by a keyed digest of their conversation key (or trace id).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, TypeAlias
 
 import orjson
 from pydantic import BaseModel, Field, ValidationError
@@ -65,7 +65,7 @@ TOPIC_MODELS: dict[str, type[BaseModel]] = {
     OBSERVATIONS: ObservationRecord,
 }
 
-Record = BaseModel
+Record: TypeAlias = BaseModel
 ExporterRecord = ScoreRecord | Incident
 """What the exporter role's handlers receive: the models of `turnwatch.scores` and `.incidents`."""
 
