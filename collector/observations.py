@@ -39,6 +39,10 @@ class RoutedObservation:
     time_ns: int
     context: Context
     observation: Observation | None
+    arrival: int
+    """Stamped by the routing collector that received it (a hybrid logical clock, as revision
+    numbers are): the latest stamp of a session's observations is its revision, so every
+    member that builds the session numbers it alike (`Sessionizer._revision`)."""
 
 
 @dataclass(slots=True)
@@ -168,10 +172,13 @@ class WireRoutedObservation(WireModel):
     time_ns: int
     context: WireContext
     observation: WireObservation | None
+    arrival: int
 
     def record(self) -> RoutedObservation:
         observation = self.observation.record() if self.observation is not None else None
-        return RoutedObservation(self.trace_id, self.time_ns, self.context.record(), observation)
+        return RoutedObservation(
+            self.trace_id, self.time_ns, self.context.record(), observation, self.arrival
+        )
 
 
 OBSERVATIONS: TypeAdapter[list[WireRoutedObservation]] = TypeAdapter(list[WireRoutedObservation])

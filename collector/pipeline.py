@@ -309,7 +309,9 @@ class CollectorPipeline:
 
     def add_routed(self, item: RoutedObservation, held: Position) -> None:
         """The sessionizer role: one observation consumed from the bus, held at `held`."""
-        self._sessionize(item.trace_id, item.context, item.observation, item.time_ns, held)
+        self._sessionize(
+            item.trace_id, item.context, item.observation, item.time_ns, held, item.arrival
+        )
         self._update_gauges()
 
     def _sessionize(
@@ -319,9 +321,10 @@ class CollectorPipeline:
         observation: Observation | None,
         time_ns: int,
         held: Position | None,
+        arrival: int = 0,
     ) -> None:
         opened_before = self.sessionizer.opened
-        closed = self.sessionizer.add(trace_id, context, observation, time_ns, held)
+        closed = self.sessionizer.add(trace_id, context, observation, time_ns, held, arrival)
         if self.sessionizer.opened != opened_before:
             self.metrics.sessions_opened.inc(self.sessionizer.opened - opened_before)
         for item in closed:

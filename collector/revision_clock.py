@@ -1,4 +1,9 @@
-"""Revision numbers for closed sessions, from the close time: nothing stored, never going back."""
+"""Revision numbers for closed sessions, from a time: nothing stored, never going back.
+
+One process numbers a session from its close time. In the distributed layout every routing
+collector stamps each observation as it arrives, and a sessionizer member numbers a session from
+its latest stamp, so every member that builds it gives it the same number
+(`Sessionizer._revision`)."""
 
 from __future__ import annotations
 

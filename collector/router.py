@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from turnwatch.collector.config import RoutingConfig
@@ -34,6 +35,7 @@ from turnwatch.collector.observations import (
     resolve,
 )
 from turnwatch.collector.records import Context, Observation
+from turnwatch.collector.revision_clock import RevisionClock
 
 from turnwatch.bus.records import OBSERVATIONS, ObservationRecord
 from turnwatch.lru import LRU
@@ -66,10 +68,13 @@ class ObservationRouter:
         codec: ObservationCodec,
         metrics: CollectorMetrics,
         publish: Publish,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.codec = codec
         self.metrics = metrics
         self.publish = publish
+        # Each observation's arrival stamp, from which sessionizer members number revisions.
+        self.arrivals = RevisionClock(wall_clock)
         self._trace_keys: LRU[str, str] = LRU(config.max_traces)
         self._batches: dict[tuple[Route, str], list[RoutedObservation]] = {}
         self._links: dict[str, str] = {}
@@ -84,7 +89,7 @@ class ObservationRouter:
     def add(
         self, trace_id: str, context: Context, observation: Observation | None, time_ns: int
     ) -> None:
-        item = RoutedObservation(trace_id, time_ns, context, observation)
+        item = RoutedObservation(trace_id, time_ns, context, observation, self.arrivals.next())
         key = context.conversation_key
         if key:
             if self._trace_keys.get(trace_id) != key:

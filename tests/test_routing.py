@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 
 import orjson
 import pytest
@@ -37,6 +38,7 @@ from turnwatch.collector.records import (
     ToolCallPart,
     ToolExecution,
 )
+from turnwatch.collector.revision_clock import RevisionClock
 from turnwatch.collector.router import RECORD_CONTENT_BYTES, ObservationRouter
 from turnwatch.collector.sealing import Sealer, Unsealable
 
@@ -53,7 +55,8 @@ from turnwatch.bus.kafka import KafkaBus
 from turnwatch.bus.kafka_consumer import ConsumerWorker
 from turnwatch.bus.ledger import OffsetLedger, Position
 from turnwatch.bus.metrics import BusMetrics
-from turnwatch.bus.records import OBSERVATIONS, ObservationRecord
+from turnwatch.bus.records import OBSERVATIONS, SESSIONS, ObservationRecord
+from turnwatch.revisions import SeenRevisions
 
 SECRET = b"unit-test-deployment-secret-0123"
 CODEC = ObservationCodec(Sealer(SECRET))
@@ -85,10 +88,12 @@ def spans(*items: Span):
 class Routing:
     """A collector pipeline in route mode; the queued records are read instead of published."""
 
-    def __init__(self, queue_size: int = 100) -> None:
+    def __init__(self, queue_size: int = 100, wall_clock=time.time) -> None:
         config = CollectorConfig.model_validate({"routing": {"queue_size": queue_size}})
         self.metrics = CollectorMetrics(CollectorRegistry())
-        self.router = ObservationRouter(config.routing, CODEC, self.metrics, self._unused)
+        self.router = ObservationRouter(
+            config.routing, CODEC, self.metrics, self._unused, wall_clock
+        )
         stage = AssembledAtOnce(config, self.metrics)
         self.pipeline = CollectorPipeline(config, self.metrics, stage, router=self.router)
 
@@ -213,7 +218,7 @@ def test_a_partition_that_comes_straight_back_commits_what_its_sessions_release_
 class Member:
     """A sessionizer member's intake over an assembling pipeline, fed by hand."""
 
-    def __init__(self, secret: bytes = SECRET) -> None:
+    def __init__(self, secret: bytes = SECRET, wall_clock=time.time) -> None:
         self.now = 0.0
         config = CollectorConfig.model_validate({"sessions": {"idle_timeout_seconds": 5}})
         self.metrics = CollectorMetrics(CollectorRegistry())
@@ -223,6 +228,8 @@ class Member:
         self.pipeline = CollectorPipeline(
             config, self.metrics, self.built, lambda: self.now, ledger=self.ledger
         )
+        # The close-time clock of one process; routed sessions must not depend on it.
+        self.pipeline.sessionizer.revisions = RevisionClock(wall_clock)
         self.published: list[tuple[str, ObservationRecord]] = []
         codec = ObservationCodec(Sealer(secret))
         self.intake = ObservationIntake(
@@ -269,6 +276,75 @@ def test_spans_waiting_on_their_trace_are_forwarded_at_the_link_into_their_conve
     member.built.pending[0].settle()
     assert member.ledger.held() == 0
     assert member.ledger.committable(OBSERVATIONS, 1, 22) == 22
+
+
+def test_a_session_the_next_owner_replays_keeps_its_revision_so_downstream_counts_it_once():
+    """A session closed above an older open one of its partition is published, but its offsets
+    stay below the open one's: the partition's next owner replays and publishes it again."""
+    collector_time = [1_800_000_000.0]
+    routing = Routing(wall_clock=lambda: collector_time[0])
+    routing.pipeline.accept_spans(spans(chat_span("conv-old")))
+    routing.pipeline.accept_spans(spans(chat_span("conv-x")))
+    collector_time[0] += 3
+    routing.pipeline.accept_spans(spans(chat_span("conv-old", 1)))
+    records = [record for _, record in routing.queued() if record.route == "conversation"]
+    # Two members whose own clocks are an hour apart.
+    leaving = Member(wall_clock=time.time)
+    taking_over = Member(wall_clock=lambda: time.time() + 3600)
+
+    async def replay(member: Member) -> None:
+        for offset, (record, now) in enumerate(zip(records, (0, 0, 3), strict=True), 1):
+            member.now = now
+            await member.take(record, 0, offset)
+
+    asyncio.run(replay(leaving))
+    leaving.now = 6
+    leaving.pipeline.sweep()  # conv-x is idle, conv-old is not
+    [published] = leaving.built.sessions
+    leaving.built.pending[0].settle()
+    assert leaving.ledger.committable(OBSERVATIONS, 0, 4) == 1  # conv-old holds offset 1
+
+    asyncio.run(replay(taking_over))  # the leaving member died: replay from offset 1
+    taking_over.now = 6
+    taking_over.pipeline.sweep()
+    taking_over.now = 9
+    taking_over.pipeline.sweep()
+    replayed, old = taking_over.built.sessions
+    assert (replayed.session_id, replayed.revision) == (published.session_id, published.revision)
+    assert replayed.turns == published.turns
+    downstream = SeenRevisions(100)
+    counted = [
+        session
+        for session in (published, replayed, old)
+        if downstream.first_time(session.session_id, session.revision, SESSIONS)
+    ]
+    assert counted == [published, old]
+
+    # The conversation continues: a member that remembers conv-x, and one that does not (it
+    # never saw the earlier revision), both number the new revision above the published one.
+    collector_time[0] += 60
+    routing.pipeline.accept_spans(spans(chat_span("conv-x", 1)))
+    [late] = [record for _, record in routing.queued() if record.route == "conversation"]
+    fresh = Member()
+    for member in (taking_over, fresh):
+        asyncio.run(member.take(late, 0, 4))
+        member.now = 20
+        member.pipeline.sweep()
+    [continued] = taking_over.built.sessions[2:]
+    [alone] = fresh.built.sessions
+    assert continued.revision == alone.revision > published.revision
+    texts = [turn.text for turn in continued.turns]
+    assert texts == [turn.text for turn in published.turns + alone.turns]
+
+    # A collector whose clock is an hour behind stamps the next turn below the last revision:
+    # the member that remembers conv-x still numbers it above.
+    behind = Routing(wall_clock=lambda: collector_time[0] - 3600)
+    behind.pipeline.accept_spans(spans(chat_span("conv-x", 2)))
+    [skewed] = [record for _, record in behind.queued() if record.route == "conversation"]
+    asyncio.run(taking_over.take(skewed, 0, 5))
+    taking_over.now = 30
+    taking_over.pipeline.sweep()
+    assert taking_over.built.sessions[3].revision == continued.revision + 1
 
 
 def test_a_trace_that_never_gets_a_link_becomes_a_session_of_its_own():
@@ -339,7 +415,7 @@ def test_an_observation_comes_back_from_the_wire_as_it_was_sealed():
         3,
     )
     sealed = CODEC.seal_observations(
-        "conversation", [RoutedObservation("trace-1", 5, context, observation)]
+        "conversation", [RoutedObservation("trace-1", 5, context, observation, 7)]
     )
     [opened] = CODEC.open_observations(sealed)
     assert dataclasses.asdict(opened.context) == dataclasses.asdict(context)
