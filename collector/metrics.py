@@ -117,6 +117,12 @@ class CollectorMetrics:
             ["reason"],
             registry=registry,
         )
+        self.observations_redelivered = Counter(
+            "turnwatch_observations_redelivered_total",
+            "Observations a sessionizer member skipped because it already had them (a replay "
+            "after a partition moved: forwarded again, or of a session it closed).",
+            registry=registry,
+        )
         self.routing_depth = Gauge(
             "turnwatch_routing_queue_depth",
             "Sealed observation records waiting for the bus (route mode).",

@@ -42,7 +42,7 @@ class RoutedObservation:
     arrival: int
     """Stamped by the routing collector that received it (a hybrid logical clock, as revision
     numbers are): the latest stamp of a session's observations is its revision, so every
-    member that builds the session numbers it alike (`Sessionizer._revision`)."""
+    member that builds the session numbers it alike (`revision_clock.from_arrivals`)."""
 
 
 @dataclass(slots=True)

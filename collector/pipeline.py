@@ -323,8 +323,12 @@ class CollectorPipeline:
         held: Position | None,
         arrival: int = 0,
     ) -> None:
-        opened_before = self.sessionizer.opened
+        opened_before, redelivered_before = self.sessionizer.opened, self.sessionizer.redelivered
         closed = self.sessionizer.add(trace_id, context, observation, time_ns, held, arrival)
+        if self.sessionizer.redelivered != redelivered_before:
+            self.metrics.observations_redelivered.inc()
+            if self.ledger is not None and held is not None:
+                self.ledger.release([held])  # skipped: nothing holds it
         if self.sessionizer.opened != opened_before:
             self.metrics.sessions_opened.inc(self.sessionizer.opened - opened_before)
         for item in closed:

@@ -2,8 +2,7 @@
 
 One process numbers a session from its close time. In the distributed layout every routing
 collector stamps each observation as it arrives, and a sessionizer member numbers a session from
-its latest stamp, so every member that builds it gives it the same number
-(`Sessionizer._revision`)."""
+its latest stamp, so every member that builds it gives it the same number (`from_arrivals`)."""
 
 from __future__ import annotations
 
@@ -34,3 +33,19 @@ class RevisionClock:
     def next(self) -> int:
         self.last = max(int(self.wall_clock() * 1000) * REVISION_COUNTER_SPAN, self.last + 1)
         return self.last
+
+
+def from_arrivals(latest_arrival: int, previous_revision: int) -> int:
+    """A sessionizer member's revision number for a session: its observations' latest arrival
+    stamp (router.py), or one above the conversation's last revision this member gave.
+
+    Why not the member's close time: offsets are committed only below a partition's oldest
+    unpublished session, so a member that takes a partition over replays sessions the previous
+    owner already published. From the observations, the copy gets the same number again (it
+    ends with the same observation), and downstream takes it for the redelivery it is; from a
+    close time it would be new, and counted twice. A continuing conversation still gets a
+    higher number: its new observations arrive an idle timeout after the last one, so their
+    stamps are higher while the collectors' clocks agree within the idle timeout; and while a
+    member remembers the conversation, above its last revision whatever the clocks say.
+    """
+    return max(latest_arrival, previous_revision + 1)

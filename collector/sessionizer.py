@@ -29,7 +29,7 @@ from typing import Any
 from turnwatch.collector.config import SessionConfig
 from turnwatch.collector.records import Context, Observation, ObservationKind
 from turnwatch.collector.resent_history import HistoryTail, drop_resent_history
-from turnwatch.collector.revision_clock import RevisionClock
+from turnwatch.collector.revision_clock import RevisionClock, from_arrivals
 from turnwatch.collector.session_keys import conversation_of_key, scoped_key
 from turnwatch.collector.wal.sources import Sources, merged_sources, note_source
 
@@ -41,11 +41,11 @@ CAPPED = frozenset({CloseReason.TURN_CAP, CloseReason.BYTE_CAP, CloseReason.EVIC
 
 # Memory of the sessionizer's own records, measured with tracemalloc: an open session with its
 # maps and list, one more trace id in a session, one more write-ahead log frame in a session's
-# sources, and an entry of the closed-key (with its last revision) and trace-id maps (their
-# strings included).
+# sources, and an entry of the closed-key (and its revision) and trace-id maps (strings too).
 SESSION_OVERHEAD = 1_100
 TRACE_OVERHEAD = 110
 SOURCE_OVERHEAD = 150
+ARRIVAL_OVERHEAD = 60
 CLOSED_KEY_BYTES = 210
 TRACE_KEY_BYTES = 260
 
@@ -57,7 +57,7 @@ class OpenSession:
     opened_at: float
     last_activity: float
     revision: int = 0
-    """Given at close (see `Sessionizer._revision`); a closed session is never changed again."""
+    """Given at close (revision_clock.py); a closed session is never changed again."""
     closed_at: float = 0.0
     service: str | None = None
     service_from_model_call: bool = False
@@ -82,8 +82,10 @@ class OpenSession:
     """Write-ahead log frame -> [first, last] index of its items here (frames ascending)."""
     held: list[Any] = field(default_factory=list)
     """Where each observation came from on the bus (sessionizer role); empty otherwise."""
+    # Sessionizer role: the latest arrival stamp among its observations (its revision), and
+    # which observations it holds (a replay's second copy is skipped); 0 and empty otherwise.
     last_arrival: int = 0
-    """The latest arrival stamp among its observations (sessionizer role; 0 otherwise)."""
+    arrivals: set[int] = field(default_factory=set)
 
     @property
     def conversation_key(self) -> str:
@@ -127,6 +129,7 @@ class OpenSession:
             self.forced_attribute,
             self.head_emitted,
             last_arrival=self.last_arrival,
+            arrivals=set(self.arrivals),
         )
 
 
@@ -152,8 +155,7 @@ class Sessionizer:
         # Closed sessions whose content is kept for the reopen window, oldest close first; bounded
         # by bytes (`max_reopen_bytes`) and by age, so an ordered map rather than the LRU.
         self._kept: OrderedDict[str, OpenSession] = OrderedDict()
-        # Conversation keys closed lately with their last revision, so a late span past the
-        # window is flagged truncated and its revision numbered above the last one.
+        # Keys closed lately, and their last revision: a late span is flagged truncated.
         self._closed_keys: LRU[str, int] = LRU(config.max_remembered_sessions)
         # Touched by every span, so a local OrderedDict rather than the shared LRU: from this
         # compiled module, going through the LRU's Python methods measured about 12% more CPU per
@@ -168,6 +170,7 @@ class Sessionizer:
         self.opened = 0
         self.source = 0  # the write-ahead log frame of the items being added (0: none)
         self.source_index = 0  # the index of the item being added within that frame
+        self.redelivered = 0  # observations skipped: this member already had them
 
     @property
     def open_count(self) -> int:
@@ -200,10 +203,15 @@ class Sessionizer:
         held: Any = None,
         arrival: int = 0,
     ) -> tuple[ClosedSession, ...]:
-        """Buffer one span's or log record's facts; return sessions this closed. In the
-        sessionizer role, `held` (the bus position it came from) stays with its session and
-        `arrival` (the routing collector's stamp) numbers its revision."""
+        """Buffer one span's or log record's facts; return sessions this closed. Sessionizer
+        role: `held` (its bus position) stays with its session, `arrival` numbers it."""
         key, source = self._resolve_key(trace_id, context)
+        # A replay after a handover brings again what this member closed or was forwarded.
+        identity = hash((arrival, trace_id, time_ns)) if arrival else 0
+        holding = self._open.get(key) or self._kept.get(key)
+        if identity and holding is not None and identity in holding.arrivals:
+            self.redelivered += 1
+            return ()
         now = self.clock()
         session = self._open.get(key)
         if session is None:
@@ -217,7 +225,11 @@ class Sessionizer:
         session.last_activity = now
         if held is not None:
             session.held.append(held)
-        session.last_arrival = max(session.last_arrival, arrival)
+        if identity:
+            session.last_arrival = max(session.last_arrival, arrival)
+            session.arrivals.add(identity)
+            session.size += ARRIVAL_OVERHEAD
+            self.open_bytes += ARRIVAL_OVERHEAD
         self.open_bytes += self._absorb(session, trace_id, context, observation, time_ns)
         closed: tuple[ClosedSession, ...] = ()
         if context.is_end_marker:
@@ -328,6 +340,7 @@ class Sessionizer:
         target.forced_attribute = target.forced_attribute or pending.forced_attribute
         target.head_emitted = target.head_emitted or pending.head_emitted
         target.last_arrival = max(target.last_arrival, pending.last_arrival)
+        target.arrivals |= pending.arrivals
         target.first_ns = min(filter(None, (target.first_ns, pending.first_ns)), default=0)
         target.last_ns = max(target.last_ns, pending.last_ns)
 
@@ -395,7 +408,8 @@ class Sessionizer:
     def _close(self, key: str, reason: CloseReason) -> ClosedSession:
         session = self._open.pop(key)
         self.open_bytes -= session.size
-        session.revision = self._revision(key, session)
+        last, previous = session.last_arrival, self._closed_keys.get(key) or 0
+        session.revision = from_arrivals(last, previous) if last else self.revisions.next()
         session.closed_at = self.clock()
         self._closed_keys.put(key, session.revision)
         if reason not in CAPPED and self.config.reopen_window_seconds > 0:
@@ -406,21 +420,6 @@ class Sessionizer:
             self.kept_bytes += session.size
             self._bound_kept()
         return ClosedSession(state=session, reason=reason)
-
-    def _revision(self, key: str, session: OpenSession) -> int:
-        """One process numbers revisions from its close time (RevisionClock). A sessionizer
-        member numbers them from the observations: the latest arrival stamp among them, which
-        the routing collector gave (router.py). A member that takes over a partition replays
-        what was not committed, and a session the previous owner already published comes out
-        with the same latest observation, so the same revision: downstream takes the copy for
-        the redelivery it is. A member's close time would give the copy a new number, and it
-        would be counted twice. A continuing conversation gets a higher number: its new
-        observations arrived after the close (an idle timeout after the last one), stamped
-        by collector clocks that agree within the idle timeout; and within this member's
-        memory of the key, above the last revision whatever the clocks say."""
-        if not session.last_arrival:
-            return self.revisions.next()
-        return max(session.last_arrival, (self._closed_keys.get(key) or 0) + 1)
 
     def _bound_kept(self) -> None:
         """Kept content yields first: to its own budget, then to open sessions."""

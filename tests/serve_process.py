@@ -115,7 +115,10 @@ class Launched:
         banner = self.process.stdout.readline() if self.process.stdout else ""
         if not banner:
             raise RuntimeError(f"turnwatch serve did not start: {self.logs()[-3000:]}")
-        http, grpc_port, ops = (int(port) for port in re.findall(r":(\d+)", banner)[:3])
+        ports = [int(port) for port in re.findall(r":(\d+)", banner)[:3]]
+        if len(ports) == 1:  # a role without OTLP (sessionizer, scorer, exporter): ops only
+            ports = [0, 0, *ports]
+        http, grpc_port, ops = ports
         self.http_port, self.grpc_port, self.ops_port = http, grpc_port, ops
         self.otlp_url = f"http://127.0.0.1:{http}"
         self.grpc_endpoint = f"127.0.0.1:{grpc_port}"
@@ -133,6 +136,13 @@ class Launched:
     def metric(self, name: str, **labels: str) -> float:
         return metric_value(self.ops_url, name, **labels)
 
+    def kill(self) -> int:
+        """SIGKILL: no drain, no flush, no handler runs."""
+        self.process.kill()
+        code = self.process.wait(10)
+        self._reader.join(5)
+        return code
+
 
 class Serve(Launched):
     """Configured by environment variables; the score log sits next to `data_dir`."""
@@ -145,13 +155,6 @@ class Serve(Launched):
             {**os.environ, **BASE_ENV, SCORE_LOG: score_log, **env},
             limit,
         )
-
-    def kill(self) -> int:
-        """SIGKILL: no drain, no flush, no handler runs."""
-        self.process.kill()
-        code = self.process.wait(10)
-        self._reader.join(5)
-        return code
 
     def terminate(self, timeout: float = 30) -> int:
         self.process.send_signal(signal.SIGTERM)
@@ -187,15 +190,18 @@ class ServeProcess(Launched):
     """Configured by a YAML file of `settings` (dotted keys) in `workdir`, data under it."""
 
     def __init__(
-        self, workdir: Path, settings: dict[str, Any], descriptor_limit: int | None = None
+        self,
+        workdir: Path,
+        settings: dict[str, Any],
+        descriptor_limit: int | None = None,
+        role: str = "all",
     ) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         config = workdir / "turnwatch.yaml"
         config.write_text(yaml.safe_dump(nested(settings)), encoding="utf-8")
         limit = (resource.RLIMIT_NOFILE, descriptor_limit) if descriptor_limit is not None else None
-        super().__init__(
-            ["--config", str(config), "--data-dir", str(workdir / "data")], limit=limit
-        )
+        arguments = ["--config", str(config), "--data-dir", str(workdir / "data")]
+        super().__init__([*arguments, "--role", role], limit=limit)
         self.client = httpx.Client(timeout=60)
 
     def counters(self) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:

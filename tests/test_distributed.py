@@ -14,11 +14,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import orjson
 import pytest
+from kafka.partitioner.default import murmur2
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -40,6 +44,7 @@ from tests.conftest import make_settings, start_service
 from tests.kafka_broker import TansuBroker, read_topic, topic_size, uncommitted, with_bus
 from tests.otel_chatbot import Exchange, run_conversation
 from tests.otlp_requests import LOOPBACK, PROTOBUF, metric_value
+from tests.serve_process import ServeProcess
 from tests.stages import assembling_pipeline
 from tests.waiting import eventually
 from turnwatch.app.roles import Roles, build_roles
@@ -47,6 +52,7 @@ from turnwatch.app.serve import BackgroundService
 from turnwatch.app.sessionizer_role import SessionizerRole
 from turnwatch.app.settings import Settings
 from turnwatch.bus.records import OBSERVATIONS, SESSIONS, ObservationRecord
+from turnwatch.revisions import SeenRevisions
 from turnwatch.schema import Session
 
 pytestmark = pytest.mark.slow  # a broker, five services and Presidio three times
@@ -151,10 +157,14 @@ def post(urls: Iterator[str], requests: list[bytes]) -> None:
 
 
 class Distributed:
-    """Three routing collectors and two sessionizer members, in this process."""
+    """Three routing collectors and (by default) two sessionizer members, in this process."""
 
-    def __init__(self, bootstrap: str, tmp_path: Path, **overrides: object) -> None:
+    def __init__(
+        self, bootstrap: str, tmp_path: Path, members: int = 2, **overrides: object
+    ) -> None:
         self.bootstrap = bootstrap
+        self.tmp_path = tmp_path
+        self.overrides = overrides
         self.members: list[SessionizerRole] = []
         self.services: list[BackgroundService] = []
         self.collector_urls = []
@@ -171,14 +181,23 @@ class Distributed:
             service = background.start(timeout=60)
             self.services.append(background)
             self.collector_urls.append(f"http://127.0.0.1:{service.ports.otlp_http}")
-        self.member_ops = []
-        for number in range(2):
-            settings = kafka_settings(bootstrap, tmp_path / f"sessionizer-{number}", **overrides)
-            background = BackgroundService(settings, self._sessionizer)
-            service = background.start(timeout=60)
-            self.services.append(background)
-            self.member_ops.append(f"http://127.0.0.1:{service.ports.ops}")
-        self.member_services = self.services[3:]
+        self.member_ops: list[str] = []
+        self.member_services: list[BackgroundService] = []
+        for _ in range(members):
+            self.join()
+
+    def join(self) -> SessionizerRole:
+        """One more sessionizer member in the group."""
+        number = len(self.member_services)
+        settings = kafka_settings(
+            self.bootstrap, self.tmp_path / f"sessionizer-{number}", **self.overrides
+        )
+        background = BackgroundService(settings, self._sessionizer)
+        service = background.start(timeout=60)
+        self.services.append(background)
+        self.member_services.append(background)
+        self.member_ops.append(f"http://127.0.0.1:{service.ports.ops}")
+        return self.members[-1]
 
     def _sessionizer(self, context) -> Roles:
         member = SessionizerRole(context)
@@ -365,3 +384,170 @@ def test_a_member_that_leaves_hands_its_open_conversations_over_by_replay(tmp_pa
     assert {revision for _, revision in sessions} == {1}
     turns = {session_id: len(s.turns) for (session_id, _), s in sessions.items()}
     assert turns == assembled_locally(before + after)
+
+
+KILL_CONVERSATIONS = 24
+HOLDER_TURN = Exchange(user="Still there? One more question.", answer="Yes, go ahead.")
+
+
+def partition_of(conversation_id: str) -> int:
+    """The partition of `turnwatch.observations` a conversation is routed to (kafka-python's
+    default partitioner over the sealed route key)."""
+    key = Sealer(SECRET.encode()).route_key("conversation", conversation_id).encode()
+    return (murmur2(key) & 0x7FFFFFFF) % PARTITIONS
+
+
+class Holders:
+    """One conversation per partition that stays open (a turn every `interval`) while the
+    others close: each partition's commits stay below its holder's first observation, so a
+    member that dies leaves every session it published since then uncommitted, and the
+    partition's next owner replays and publishes each of them again."""
+
+    def __init__(self, service: str) -> None:
+        self.exporter = InMemorySpanExporter()
+        self.provider = TracerProvider(resource=Resource.create({"service.name": service}))
+        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.ids: dict[int, str] = {}
+        for number in itertools.count():
+            self.ids.setdefault(partition_of(f"holder-{number}"), f"holder-{number}")
+            if len(self.ids) == PARTITIONS:
+                break
+        self.posted: list[bytes] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def turn(self) -> list[bytes]:
+        for conversation in self.ids.values():
+            run_conversation(self.provider, conversation, [HOLDER_TURN])
+        spans = list(self.exporter.get_finished_spans())
+        self.exporter.clear()
+        requests = [encode_spans(spans).SerializeToString()]
+        self.posted.extend(requests)
+        return requests
+
+    def keep_open(self, urls: list[str], interval: float) -> None:
+        def run() -> None:
+            turns = itertools.cycle(urls)
+            with httpx.Client(timeout=30) as client:
+                while not self._stop.wait(interval):
+                    for body in self.turn():
+                        response = client.post(
+                            f"{next(turns)}/v1/traces",
+                            content=body,
+                            headers={"Content-Type": PROTOBUF},
+                        )
+                        assert response.status_code == 200, response.text
+
+        self._thread = threading.Thread(target=run, daemon=True)
+        self._thread.start()
+
+    def let_close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(30)
+
+
+def member_process(bootstrap: str, workdir: Path, idle_timeout: float) -> ServeProcess:
+    """`turnwatch serve --role sessionizer` as a process of its own, configured like the
+    members in this process."""
+    settings = {
+        "deid.secret": SECRET,
+        "deid.workers": 1,
+        "sessions.end_marker_attributes": {},
+        "sessions.idle_timeout_seconds": idle_timeout,
+        "sessions.sweep_interval_seconds": 0.1,
+        "bus.kafka.bootstrap": bootstrap,
+        **{f"bus.{key}": value for key, value in FAST_GROUP.items()},
+    }
+    return ServeProcess(workdir, settings, role="sessionizer")
+
+
+def test_a_member_killed_mid_run_and_a_new_one_joining_lose_nothing_and_count_nothing_twice(
+    tmp_path,
+):
+    broker = TansuBroker()
+    broker.start()
+    spans = Spans(KILL_CONVERSATIONS)
+    half = KILL_CONVERSATIONS // 2
+    before, after = spans.conversations(0, half), spans.conversations(half)
+    holders = Holders(next(iter(spans.providers)))
+    idle = 8.0  # above a rebalance's pause, so holders stay open through it
+    distributed = Distributed(
+        broker.bootstrap, tmp_path, members=1, **{"sessions.idle_timeout_seconds": idle}
+    )
+    doomed = member_process(broker.bootstrap, tmp_path / "doomed", idle)
+    try:
+        [staying] = distributed.members
+        eventually(
+            lambda: len(staying.ledger.assigned),
+            lambda owned: owned == PARTITIONS // 2,
+            timeout=60,
+            what="the member process to own half the partitions",
+        )
+        doomed_partitions = set(range(PARTITIONS)) - {p for _, p in staying.ledger.assigned}
+        post(distributed.round_robin(), holders.turn())
+        eventually(
+            lambda: (
+                staying.pipeline.sessionizer.open_count,
+                doomed.metric("turnwatch_sessions_open"),
+            ),
+            lambda counts: counts == (PARTITIONS // 2, PARTITIONS // 2),
+            what="every holder open, on its partition's owner",
+        )
+        holders.keep_open(distributed.collector_urls, interval=2.0)
+        post(distributed.round_robin(), before)
+        doomed_share = sum(
+            partition_of(conversation.conversation_id) in doomed_partitions
+            for conversation in spans.corpus.conversations[:half]
+        )
+        assert 0 < doomed_share < half
+        eventually(
+            lambda: doomed.metric("turnwatch_bus_records_produced_total", topic=SESSIONS),
+            lambda published: published == doomed_share,
+            timeout=60,
+            what="the member process to publish its conversations",
+        )
+        assert doomed.kill() == -signal.SIGKILL  # with its holders open: nothing committed
+        joining = distributed.join()
+        post(distributed.round_robin(), after)
+        eventually(
+            lambda: (staying.ledger.assigned, joining.ledger.assigned),
+            lambda owned: all(owned) and len(owned[0] | owned[1]) == PARTITIONS,
+            timeout=60,
+            what="the staying and the joining member to own every partition",
+        )
+        holders.let_close()
+        distributed.settled(members=[staying, joining])
+        records = read_topic(broker.bootstrap, SESSIONS, topic_size(broker.bootstrap, SESSIONS))
+    finally:
+        holders.let_close()
+        distributed.stop()
+        if doomed.process.poll() is None:
+            doomed.kill()
+        broker.stop()
+
+    published = [Session.model_validate_json(record.value) for record in records]
+    downstream = SeenRevisions(10_000)  # what scorers and exporters count a revision by
+    counted = [s for s in published if downstream.first_time(s.session_id, s.revision, SESSIONS)]
+    # The dead member's sessions came again from the next owner, and were taken as redeliveries.
+    assert len(published) - len(counted) >= doomed_share
+    revisions: dict[str, list[Session]] = {}
+    for session in counted:
+        revisions.setdefault(session.session_id, []).append(session)
+    conversations = assembled_locally(before + after)
+    holding = assembled_locally(holders.posted)
+    assert revisions.keys() == conversations.keys() | holding.keys()
+    for session_id, turns in conversations.items():
+        seen = [
+            (s.revision, len(s.turns), s.close_reason, s.truncated, s.key_source)
+            for s in revisions[session_id]
+        ]
+        assert len(seen) == 1, (turns, seen)
+        [session] = revisions[session_id]  # each conversation counted once, every turn once
+        assert len(session.turns) == turns, session_id
+    for session_id, turns in holding.items():
+        # A holder may close during a rebalance and continue: a later revision, whole again.
+        latest = max(revisions[session_id], key=lambda session: session.revision)
+        assert len(latest.turns) == turns, session_id
+        contents = [tuple(turn.text for turn in s.turns) for s in revisions[session_id]]
+        assert len(set(contents)) == len(contents)

@@ -319,6 +319,13 @@ def test_a_session_the_next_owner_replays_keeps_its_revision_so_downstream_count
         if downstream.first_time(session.session_id, session.revision, SESSIONS)
     ]
     assert counted == [published, old]
+    # The trace's new owner forwards spans again, or the replay brings a session this member
+    # closed: it already has them, so nothing reopens and nothing stays held.
+    held = taking_over.ledger.held()
+    asyncio.run(taking_over.take(records[1], 0, 4))
+    assert taking_over.metrics.observations_redelivered._value.get() == 1
+    assert len(taking_over.built.sessions) == 2 and taking_over.ledger.held() == held
+    assert taking_over.pipeline.sessionizer.open_count == 0
 
     # The conversation continues: a member that remembers conv-x, and one that does not (it
     # never saw the earlier revision), both number the new revision above the published one.
@@ -327,7 +334,7 @@ def test_a_session_the_next_owner_replays_keeps_its_revision_so_downstream_count
     [late] = [record for _, record in routing.queued() if record.route == "conversation"]
     fresh = Member()
     for member in (taking_over, fresh):
-        asyncio.run(member.take(late, 0, 4))
+        asyncio.run(member.take(late, 0, 5))
         member.now = 20
         member.pipeline.sweep()
     [continued] = taking_over.built.sessions[2:]
@@ -341,7 +348,7 @@ def test_a_session_the_next_owner_replays_keeps_its_revision_so_downstream_count
     behind = Routing(wall_clock=lambda: collector_time[0] - 3600)
     behind.pipeline.accept_spans(spans(chat_span("conv-x", 2)))
     [skewed] = [record for _, record in behind.queued() if record.route == "conversation"]
-    asyncio.run(taking_over.take(skewed, 0, 5))
+    asyncio.run(taking_over.take(skewed, 0, 6))
     taking_over.now = 30
     taking_over.pipeline.sweep()
     assert taking_over.built.sessions[3].revision == continued.revision + 1
