@@ -5,9 +5,11 @@ assembly, de-identification, the bus), each holding its bus position until its s
 handed on. Observations routed by trace (their span named no conversation) wait here until a link
 names their trace's conversation, then are forwarded to that conversation's owner; a trace
 without a link within the idle timeout becomes a session of its own, keyed by the trace id, as in
-one process. Waiting is bounded: past `routing.max_pending_traces` the oldest trace is sessionized
-at once. When partitions move away, whatever was buffered from them is dropped unpublished: it
-was never committed, so the new owner replays it.
+one process. A link stays uncommitted until its trace has been quiet for an idle timeout, so a
+member that takes the partition over knows it too. Waiting is bounded: past
+`routing.max_pending_traces` the oldest trace is sessionized at once. When partitions move
+away, whatever was buffered from them is dropped unpublished: it was never committed, so the new
+owner replays it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ from turnwatch.collector.router import Publish, chunks
 
 from turnwatch.bus.ledger import OffsetLedger, Position
 from turnwatch.bus.records import OBSERVATIONS, ObservationRecord, Output, Record
-from turnwatch.lru import LRU
 
 log = logging.getLogger("turnwatch.collector")
 
@@ -43,6 +44,13 @@ OVERLOAD_WAIT_SECONDS = 0.05
 class _Waiting:
     since: float
     items: list[tuple[RoutedObservation, Position]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Link:
+    conversation_key: str
+    position: Position
+    used: float
 
 
 class ObservationIntake:
@@ -63,7 +71,12 @@ class ObservationIntake:
         self.max_pending = config.max_pending_traces
         self.idle_timeout = pipeline.config.sessions.idle_timeout_seconds
         self.clock = clock
-        self._links: LRU[str, str] = LRU(config.max_traces)
+        # Trace -> its conversation, least recently used first. Each link holds its record
+        # uncommitted until its trace has been quiet for an idle timeout, so a member that
+        # takes the partition over meanwhile replays the link too (what it forwards again is
+        # skipped by the conversation's owner, which already has it).
+        self._links: OrderedDict[str, _Link] = OrderedDict()
+        self.max_links = config.max_traces
         self._waiting: OrderedDict[str, _Waiting] = OrderedDict()
         self._loop: asyncio.AbstractEventLoop | None = None
         ledger.on_revoked = self._revoked
@@ -80,7 +93,7 @@ class ObservationIntake:
         try:
             if record.route == "link":
                 for link in self.codec.open_links(record):
-                    self._links.put(link.trace_id, link.conversation_key)
+                    self._link(link.trace_id, link.conversation_key, position)
                     waiting = self._waiting.pop(link.trace_id, None)
                     if waiting is not None:
                         await self._forward(link.conversation_key, waiting.items)
@@ -99,10 +112,12 @@ class ObservationIntake:
     async def _take_trace_routed(self, items: list[RoutedObservation], position: Position) -> None:
         forward: dict[str, list[tuple[RoutedObservation, Position]]] = {}
         for item in items:
-            key = self._links.get(item.trace_id)
+            link = self._links.get(item.trace_id)
             self.ledger.hold(position)
-            if key is not None:
-                forward.setdefault(key, []).append((item, position))
+            if link is not None:
+                link.used = self.clock()
+                self._links.move_to_end(item.trace_id)
+                forward.setdefault(link.conversation_key, []).append((item, position))
                 continue
             waiting = self._waiting.get(item.trace_id)
             if waiting is None:
@@ -128,13 +143,27 @@ class ObservationIntake:
             self.ledger.release(position for _, position in held)
         self.metrics.observations_routed.labels("forwarded").inc(len(items))
 
+    def _link(self, trace_id: str, conversation_key: str, position: Position) -> None:
+        link = self._links.get(trace_id)
+        if link is not None:  # another collector linked it too: the first record holds it
+            link.used = self.clock()
+            self._links.move_to_end(trace_id)
+            return
+        self.ledger.hold(position)
+        self._links[trace_id] = _Link(conversation_key, position, self.clock())
+        while len(self._links) > self.max_links:
+            self.ledger.release([self._links.popitem(last=False)[1].position])
+
     def _sessionize(self, waiting: _Waiting) -> None:
         for item, position in waiting.items:
             self.pipeline.add_routed(item, position)  # its hold moves to the session
 
     def sweep(self) -> None:
-        """Traces that waited an idle timeout without a link become sessions of their own."""
+        """Traces that waited an idle timeout without a link become sessions of their own;
+        links quiet for an idle timeout let their record be committed."""
         deadline = self.clock() - self.idle_timeout
+        while self._links and next(iter(self._links.values())).used <= deadline:
+            self.ledger.release([self._links.popitem(last=False)[1].position])
         while self._waiting:
             waiting = next(iter(self._waiting.values()))
             if waiting.since > deadline:
@@ -154,6 +183,8 @@ class ObservationIntake:
         dropped = self.pipeline.sessionizer.discard(lambda session: moved(session.held))
         for trace_id in [t for t, w in self._waiting.items() if moved([p for _, p in w.items])]:
             del self._waiting[trace_id]
+        for trace_id in [t for t, link in self._links.items() if moved([link.position])]:
+            del self._links[trace_id]  # the partition's new owner replays it
         self.pipeline.sweep()  # refreshes the gauges
         moved_away = {"partitions": len(partitions), "sessions": dropped}
         log.info("partitions moved away", extra=moved_away)

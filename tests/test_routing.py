@@ -261,7 +261,8 @@ def test_spans_waiting_on_their_trace_are_forwarded_at_the_link_into_their_conve
         await member.take(link, 0, 11)
         [(key, forwarded)] = member.published
         assert key == CODEC.route_key("conversation", "conv-a")
-        assert member.ledger.committable(OBSERVATIONS, 0, 12) == 12  # forwarded: done here
+        # Forwarded: done here; the link is held while its trace is active (next test).
+        assert member.ledger.committable(OBSERVATIONS, 0, 12) == 11
         await member.take(forwarded, 1, 21)
         assert member.ledger.committable(OBSERVATIONS, 1, 22) == 20
 
@@ -274,8 +275,39 @@ def test_spans_waiting_on_their_trace_are_forwarded_at_the_link_into_their_conve
     assert sorted(kinds) == ["llm_call", "tool_execution"]  # the tool span found its session
     assert [item.state.held for item in (p.closed for p in member.built.pending)] == [[]]
     member.built.pending[0].settle()
+    member.intake.sweep()  # the trace has been quiet for an idle timeout
     assert member.ledger.held() == 0
     assert member.ledger.committable(OBSERVATIONS, 1, 22) == 22
+    assert member.ledger.committable(OBSERVATIONS, 0, 12) == 12
+
+
+def test_a_link_stays_uncommitted_while_its_trace_is_active_so_the_next_owner_knows_it():
+    routing = Routing()
+    routing.pipeline.accept_spans(spans(chat_span("conv-a")))
+    [_, (_, link)] = routing.queued()
+    elsewhere = Routing()  # a collector that never saw the trace's keyed span
+    elsewhere.pipeline.accept_spans(spans(tool_span("conv-a", "call_1")))
+    [(_, later)] = elsewhere.queued()
+    dying = Member()
+    asyncio.run(dying.take(link, 0, 5))
+    dying.now = 3
+    dying.intake.sweep()
+    assert dying.ledger.committable(OBSERVATIONS, 0, 6) == 5  # the trace is still active
+
+    next_owner = Member()  # took the partition over: replays from the committed offset
+
+    async def replay() -> None:
+        await next_owner.take(link, 0, 5)
+        await next_owner.take(later, 0, 6)
+
+    asyncio.run(replay())
+    [(key, forwarded)] = next_owner.published  # at once: the replayed link named its trace
+    assert key == CODEC.route_key("conversation", "conv-a")
+    [item] = CODEC.open_observations(forwarded)
+    assert item.context.conversation_key == "conv-a"
+    next_owner.now = 9
+    next_owner.intake.sweep()
+    assert next_owner.ledger.committable(OBSERVATIONS, 0, 7) == 7 and next_owner.ledger.held() == 0
 
 
 def test_a_session_the_next_owner_replays_keeps_its_revision_so_downstream_counts_it_once():
