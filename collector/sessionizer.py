@@ -40,12 +40,12 @@ TRACE_KEY_SOURCE = "trace_id"
 CAPPED = frozenset({CloseReason.TURN_CAP, CloseReason.BYTE_CAP, CloseReason.EVICTED})
 
 # Memory of the sessionizer's own records, measured with tracemalloc: an open session with its
-# maps and list, one more trace id in a session, one more write-ahead log frame in a session's
-# sources, and an entry of the closed-key (and its revision) and trace-id maps (strings too).
+# maps and list, one more trace id, write-ahead log frame or arrival identity in a session, and
+# an entry of the closed-key (and its revision) and trace-id maps (their strings included).
 SESSION_OVERHEAD = 1_100
 TRACE_OVERHEAD = 110
 SOURCE_OVERHEAD = 150
-ARRIVAL_OVERHEAD = 60
+ARRIVAL_OVERHEAD = 100
 CLOSED_KEY_BYTES = 210
 TRACE_KEY_BYTES = 260
 
@@ -208,8 +208,8 @@ class Sessionizer:
         key, source = self._resolve_key(trace_id, context)
         # A replay after a handover brings again what this member closed or was forwarded.
         identity = hash((arrival, trace_id, time_ns)) if arrival else 0
-        holding = self._open.get(key) or self._kept.get(key)
-        if identity and holding is not None and identity in holding.arrivals:
+        holding = (self._open.get(key) or self._kept.get(key)) if identity else None
+        if holding is not None and identity in holding.arrivals:
             self.redelivered += 1
             return ()
         now = self.clock()

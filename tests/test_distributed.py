@@ -105,7 +105,7 @@ class Spans:
 
     def __init__(self, conversations: int) -> None:
         # The corpus needs a few hundred conversations to hold every kind; the first ones do.
-        corpus = make_corpus(23, "dev", CORPUS_SIZE)
+        corpus = make_corpus(23, "dev", max(CORPUS_SIZE, conversations))
         self.corpus = dataclasses.replace(
             corpus, conversations=corpus.conversations[:conversations]
         )
@@ -503,7 +503,7 @@ def test_a_member_killed_mid_run_and_a_new_one_joining_lose_nothing_and_count_no
         assert 0 < doomed_share < half
         eventually(
             lambda: doomed.metric("turnwatch_bus_records_produced_total", topic=SESSIONS),
-            lambda published: published == doomed_share,
+            lambda published: published >= doomed_share,
             timeout=60,
             what="the member process to publish its conversations",
         )
