@@ -6,7 +6,10 @@ conversations (tool calls, resent history, roots that name no conversation and j
 their trace) spread round-robin over the collectors, then a late returning turn for some of them.
 The sessions on `turnwatch.sessions` must be exactly those one embedded collector builds from the
 same spans, de-identified the same way, with the same findings; and nothing readable may cross
-`turnwatch.observations`.
+`turnwatch.observations`. Partition moves hand open conversations over by replay: a member that
+leaves (SIGTERM's path), and a `turnwatch serve --role sessionizer` process killed with SIGKILL
+while a new member joins, lose no turn, and what the next owner publishes again is counted once
+downstream.
 """
 
 from __future__ import annotations
