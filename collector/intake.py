@@ -5,8 +5,8 @@ assembly, de-identification, the bus), each holding its bus position until its s
 handed on. Observations routed by trace (their span named no conversation) wait here until a link
 names their trace's conversation, then are forwarded to that conversation's owner; a trace
 without a link within the idle timeout becomes a session of its own, keyed by the trace id, as in
-one process. A link stays uncommitted until its trace has been quiet for an idle timeout, so a
-member that takes the partition over knows it too. Waiting is bounded: past
+one process. A link's record stays uncommitted until its trace has been quiet for an idle
+timeout, so a member that takes the partition over knows the link too. Waiting is bounded: past
 `routing.max_pending_traces` the oldest trace is sessionized at once. When partitions move
 away, whatever was buffered from them is dropped unpublished: it was never committed, so the new
 owner replays it.
@@ -33,6 +33,7 @@ from turnwatch.collector.router import Publish, chunks
 
 from turnwatch.bus.ledger import OffsetLedger, Position
 from turnwatch.bus.records import OBSERVATIONS, ObservationRecord, Output, Record
+from turnwatch.lru import LRU
 
 log = logging.getLogger("turnwatch.collector")
 
@@ -44,13 +45,6 @@ OVERLOAD_WAIT_SECONDS = 0.05
 class _Waiting:
     since: float
     items: list[tuple[RoutedObservation, Position]] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class _Link:
-    conversation_key: str
-    position: Position
-    used: float
 
 
 class ObservationIntake:
@@ -71,11 +65,12 @@ class ObservationIntake:
         self.max_pending = config.max_pending_traces
         self.idle_timeout = pipeline.config.sessions.idle_timeout_seconds
         self.clock = clock
-        # Trace -> its conversation, least recently used first. Each link holds its record
-        # uncommitted until its trace has been quiet for an idle timeout, so a member that
-        # takes the partition over meanwhile replays the link too (what it forwards again is
-        # skipped by the conversation's owner, which already has it).
-        self._links: OrderedDict[str, _Link] = OrderedDict()
+        self._links: LRU[str, str] = LRU(config.max_traces)
+        # Trace -> (its link record, last use), least recently used first: a link holds its
+        # record uncommitted until its trace has been quiet for an idle timeout, so a member
+        # that takes the partition over meanwhile replays the link too (what it forwards again
+        # is skipped by the conversation's owner, which already has it).
+        self._link_records: OrderedDict[str, tuple[Position, float]] = OrderedDict()
         self.max_links = config.max_traces
         self._waiting: OrderedDict[str, _Waiting] = OrderedDict()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -112,12 +107,11 @@ class ObservationIntake:
     async def _take_trace_routed(self, items: list[RoutedObservation], position: Position) -> None:
         forward: dict[str, list[tuple[RoutedObservation, Position]]] = {}
         for item in items:
-            link = self._links.get(item.trace_id)
+            key = self._links.get(item.trace_id)
             self.ledger.hold(position)
-            if link is not None:
-                link.used = self.clock()
-                self._links.move_to_end(item.trace_id)
-                forward.setdefault(link.conversation_key, []).append((item, position))
+            if key is not None:
+                self._touch_link(item.trace_id)
+                forward.setdefault(key, []).append((item, position))
                 continue
             waiting = self._waiting.get(item.trace_id)
             if waiting is None:
@@ -144,15 +138,20 @@ class ObservationIntake:
         self.metrics.observations_routed.labels("forwarded").inc(len(items))
 
     def _link(self, trace_id: str, conversation_key: str, position: Position) -> None:
-        link = self._links.get(trace_id)
-        if link is not None:  # another collector linked it too: the first record holds it
-            link.used = self.clock()
-            self._links.move_to_end(trace_id)
+        self._links.put(trace_id, conversation_key)
+        if trace_id in self._link_records:  # another collector linked it too: one record holds
+            self._touch_link(trace_id)
             return
         self.ledger.hold(position)
-        self._links[trace_id] = _Link(conversation_key, position, self.clock())
-        while len(self._links) > self.max_links:
-            self.ledger.release([self._links.popitem(last=False)[1].position])
+        self._link_records[trace_id] = (position, self.clock())
+        while len(self._link_records) > self.max_links:
+            self.ledger.release([self._link_records.popitem(last=False)[1][0]])
+
+    def _touch_link(self, trace_id: str) -> None:
+        held = self._link_records.get(trace_id)
+        if held is not None:
+            self._link_records[trace_id] = (held[0], self.clock())
+            self._link_records.move_to_end(trace_id)
 
     def _sessionize(self, waiting: _Waiting) -> None:
         for item, position in waiting.items:
@@ -162,8 +161,8 @@ class ObservationIntake:
         """Traces that waited an idle timeout without a link become sessions of their own;
         links quiet for an idle timeout let their record be committed."""
         deadline = self.clock() - self.idle_timeout
-        while self._links and next(iter(self._links.values())).used <= deadline:
-            self.ledger.release([self._links.popitem(last=False)[1].position])
+        while self._link_records and next(iter(self._link_records.values()))[1] <= deadline:
+            self.ledger.release([self._link_records.popitem(last=False)[1][0]])
         while self._waiting:
             waiting = next(iter(self._waiting.values()))
             if waiting.since > deadline:
@@ -183,8 +182,8 @@ class ObservationIntake:
         dropped = self.pipeline.sessionizer.discard(lambda session: moved(session.held))
         for trace_id in [t for t, w in self._waiting.items() if moved([p for _, p in w.items])]:
             del self._waiting[trace_id]
-        for trace_id in [t for t, link in self._links.items() if moved([link.position])]:
-            del self._links[trace_id]  # the partition's new owner replays it
+        for trace_id in [t for t, (p, _) in self._link_records.items() if moved([p])]:
+            del self._link_records[trace_id]  # the partition's new owner replays it
         self.pipeline.sweep()  # refreshes the gauges
         moved_away = {"partitions": len(partitions), "sessions": dropped}
         log.info("partitions moved away", extra=moved_away)

@@ -308,6 +308,11 @@ def test_a_link_stays_uncommitted_while_its_trace_is_active_so_the_next_owner_kn
     next_owner.now = 9
     next_owner.intake.sweep()
     assert next_owner.ledger.committable(OBSERVATIONS, 0, 7) == 7 and next_owner.ledger.held() == 0
+    # Committed, still remembered: a later keyless span of the trace still joins its conversation.
+    elsewhere.pipeline.accept_spans(spans(tool_span("conv-a", "call_2")))
+    [(_, latest)] = elsewhere.queued()
+    asyncio.run(next_owner.take(latest, 0, 7))
+    assert len(next_owner.published) == 2 and next_owner.ledger.committable(OBSERVATIONS, 0, 8) == 8
 
 
 def test_a_session_the_next_owner_replays_keeps_its_revision_so_downstream_counts_it_once():
