@@ -158,6 +158,7 @@ class WireContext(WireModel):
     agent_version: str | None
     scope_name: str
     dropped_attributes: int
+    resource_attributes: dict[str, str]
 
     def record(self) -> Context:
         return Context(**self.model_dump())

@@ -215,3 +215,16 @@ class Context:
     agent_version: str | None
     scope_name: str
     dropped_attributes: int
+    resource_attributes: dict[str, str] = field(default_factory=dict)
+    """The kept resource attributes (`sessions.resource_attributes`); one dict shared by every
+    span of a resource block, never changed once made."""
+
+
+def first_values(earlier: dict[str, str], later: dict[str, str]) -> dict[str, str]:
+    """`earlier` with the keys only `later` has: the first value seen of each attribute wins,
+    as it does for the service version. Neither dict is changed (they are shared)."""
+    if later.keys() <= earlier.keys():
+        return earlier
+    if not earlier:
+        return later
+    return {**later, **earlier}

@@ -20,6 +20,7 @@ from turnwatch.exporters.sessions.model import SessionFilters, SessionSummary
 from turnwatch.exporters.sessions.reviews import BadReviewLine, read_jsonl, write_jsonl
 from turnwatch.exporters.sessions.store import SessionStore
 from turnwatch.exporters.sessions.transcript import FindingView, Transcript, transcript
+from turnwatch.schema import resource_attribute_key
 
 COMMAND = "sessions"
 
@@ -73,12 +74,31 @@ def add_filters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--flagged", action=argparse.BooleanOptionalAction, default=None)
     parser.add_argument("--since", type=_when, help="ISO time (UTC unless an offset is given)")
     parser.add_argument("--until", type=_when, help="ISO time (UTC unless an offset is given)")
+    parser.add_argument(
+        "--attribute",
+        type=_attribute,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a resource attribute the session carries (repeatable), e.g. "
+        "deployment.environment=prod",
+    )
+
+
+def _attribute(value: str) -> tuple[str, str]:
+    name, equals, text = (part.strip() for part in value.partition("="))
+    if not equals or not text:
+        raise argparse.ArgumentTypeError(f"{value!r} is not KEY=VALUE")
+    try:
+        return resource_attribute_key(name), text
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def filters_of(args: argparse.Namespace) -> SessionFilters:
     names = ("service", "version", "check", "slice", "joint", "critical", "flagged")
     values = {name: getattr(args, name) for name in (*names, "since", "until")}
-    return SessionFilters(**values)
+    return SessionFilters(**values, attributes=dict(args.attribute))
 
 
 def store_from_args(args: argparse.Namespace, err: TextIO) -> tuple[Any, SessionStore] | None:
@@ -215,6 +235,11 @@ def render_text(view: Transcript) -> str:
     lines = [
         f"session {summary.session_id} revision {summary.revision}  service {summary.service}"
         f" {summary.service_version or ''}".rstrip(),
+    ]
+    if summary.attributes:
+        resource = ", ".join(f"{name}={value}" for name, value in summary.attributes.items())
+        lines.append(f"resource: {resource}")
+    lines += [
         f"joint success: {joint}   critical failures: {summary.critical}"
         f"   flagged: {'yes (' + ', '.join(summary.reasons) + ')' if summary.reasons else 'no'}",
     ]
