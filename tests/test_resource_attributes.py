@@ -5,9 +5,11 @@ store, a gate selection by that attribute picking exactly the right sessions."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
+import orjson
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -15,7 +17,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from turnwatch.collector.config import SessionConfig
 from turnwatch.collector.identity import ContextReader
+from turnwatch.collector.observations import ObservationCodec
 from turnwatch.collector.records import first_values
+from turnwatch.collector.sealing import Sealer
 from turnwatch.exporters.sessions.handler import open_store
 from turnwatch.exporters.sessions.model import SessionFilters
 
@@ -28,6 +32,7 @@ from tests.waiting import eventually
 from turnwatch.app.cli import main
 from turnwatch.app.serve import BackgroundService
 from turnwatch.app.settings import load_settings
+from turnwatch.schema import Provenance
 
 KEPT = ["deployment.environment", "service.namespace", "host.name"]
 
@@ -222,3 +227,30 @@ def test_a_gate_selection_by_deployment_environment_picks_exactly_its_sessions(t
     assert code == 3
     assert "no stored session carries the resource attribute 'k8s.pod.name'" in error
     assert "(stored: deployment.environment, host.name;" in error
+
+
+def test_records_from_before_resource_attributes_still_read():
+    # A session without attributes is written as before, so older readers still take it.
+    bare = Provenance()
+    assert "resource_attributes" not in bare.model_dump_json()
+    kept = Provenance(resource_attributes={"deployment.environment": "prod"})
+    assert Provenance.model_validate_json(kept.model_dump_json()) == kept
+    # An observation sealed by a routing collector from before the field opens with none.
+    codec = ObservationCodec(Sealer(b"resource-attributes-test-secret"))
+    context = reader().read({"session.id": "c-1"}, {"service.name": "shop"}, "scope", 0, (), 0)
+    payload = [
+        {
+            "trace_id": "t-1",
+            "time_ns": 1,
+            "context": {
+                field.name: getattr(context, field.name)
+                for field in dataclasses.fields(context)
+                if field.name != "resource_attributes"
+            },
+            "observation": None,
+        }
+    ]
+    record = codec._seal("conversation", orjson.dumps(payload))
+    [opened] = codec.open_observations(record)
+    assert opened.context.conversation_key == "c-1"
+    assert opened.context.resource_attributes == {}

@@ -160,6 +160,15 @@ class Provenance(WireModel):
         "resource_attributes`), as text; identifying ones as keyed ids once de-identified.",
     )
 
+    @model_serializer(mode="wrap")
+    def _attributes_when_kept(self, serialize: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Written only when there are some: a reader from before the field (which forbids
+        # unknown keys) still reads every session that carries none.
+        written = serialize(self)
+        if not self.resource_attributes:
+            written.pop("resource_attributes", None)
+        return written
+
 
 class Session(WireModel):
     schema_version: Literal[1] = SCHEMA_VERSION
