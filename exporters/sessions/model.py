@@ -17,6 +17,18 @@ def from_epoch(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
+def attribute_pairs(text: str) -> dict[str, str]:
+    """`key=value,key=value` as resource attributes to filter on (SessionFilters checks the
+    keys); ValueError naming a pair that is not one."""
+    pairs: dict[str, str] = {}
+    for pair in (item.strip() for item in text.split(",") if item.strip()):
+        name, equals, value = (part.strip() for part in pair.partition("="))
+        if not equals or not name:
+            raise ValueError(f"{pair!r} is not KEY=VALUE")
+        pairs[name] = value
+    return pairs
+
+
 class SessionFilters(BaseModel):
     """Every field narrows the list; None leaves it open. Times compare with the session's end."""
 

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from turnwatch.app.regressions import _when
 from turnwatch.exporters.sessions.curation import promote
 from turnwatch.exporters.sessions.handler import StoreConfigError, open_store, sqlite_path
-from turnwatch.exporters.sessions.model import SessionFilters, SessionSummary
+from turnwatch.exporters.sessions.model import SessionFilters, SessionSummary, attribute_pairs
 from turnwatch.exporters.sessions.reviews import BadReviewLine, read_jsonl, write_jsonl
 from turnwatch.exporters.sessions.store import SessionStore
 from turnwatch.exporters.sessions.transcript import FindingView, Transcript, transcript
@@ -86,10 +86,11 @@ def add_filters(parser: argparse.ArgumentParser) -> None:
 
 
 def _attribute(value: str) -> tuple[str, str]:
-    name, equals, text = (part.strip() for part in value.partition("="))
-    if not equals or not text:
-        raise argparse.ArgumentTypeError(f"{value!r} is not KEY=VALUE")
     try:
+        pairs = attribute_pairs(value)
+        if len(pairs) != 1 or not all(pairs.values()):
+            raise ValueError(f"{value!r} is not KEY=VALUE")
+        [(name, text)] = pairs.items()
         return resource_attribute_key(name), text
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
