@@ -95,7 +95,8 @@ def test_list_and_show_by_resource_attribute(tmp_path, capsys):
     assert "resource: deployment.environment=canary, service.namespace=shop" in out
     capsys.readouterr()
     for bad, message in (
-        ("deployment.environment", "'deployment.environment' is not KEY=VALUE"),
+        ("deployment.environment", "'deployment.environment' is not key=value"),
+        ("a.b=1,c.d=2", "'a.b=1,c.d=2' is not key=value"),
         ("environment=prod", "'environment' is not a resource attribute key"),
     ):
         with pytest.raises(SystemExit) as exited:

@@ -15,7 +15,7 @@ conversations, so the gate compares them unpaired.
 from __future__ import annotations
 
 from pydantic import ValidationError
-from turnwatch.exporters.sessions.model import SessionFilters
+from turnwatch.exporters.sessions.model import SessionFilters, key_value_pairs
 from turnwatch.exporters.sessions.store import SessionStore
 
 from turnwatch.schema import first_problem
@@ -39,10 +39,11 @@ def parse_selection(value: str) -> SessionFilters:
     """`store:key=value,key=value` as the store's filters."""
     fields: dict[str, str] = {}
     attributes: dict[str, str] = {}
-    for pair in (item for item in value[len(PREFIX) :].split(",") if item.strip()):
-        key, equals, text = (part.strip() for part in pair.partition("="))
-        if not equals or not key:
-            raise SelectionInvalid(f"{value}: {pair.strip()!r} is not key=value")
+    try:
+        pairs = key_value_pairs(value[len(PREFIX) :])
+    except ValueError as exc:
+        raise SelectionInvalid(f"{value}: {exc}") from None
+    for key, text in pairs:
         if not text:
             raise SelectionInvalid(f"{value}: {key!r} has no value")
         name = FILTER_ALIASES.get(key, key)

@@ -17,15 +17,15 @@ def from_epoch(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
-def attribute_pairs(text: str) -> dict[str, str]:
-    """`key=value,key=value` as resource attributes to filter on (SessionFilters checks the
-    keys); ValueError naming a pair that is not one."""
-    pairs: dict[str, str] = {}
+def key_value_pairs(text: str) -> list[tuple[str, str]]:
+    """`key=value,key=value` as stripped (key, value) pairs, in order (values cannot hold a
+    comma); ValueError naming a pair without `=` or a key."""
+    pairs = []
     for pair in (item.strip() for item in text.split(",") if item.strip()):
-        name, equals, value = (part.strip() for part in pair.partition("="))
-        if not equals or not name:
-            raise ValueError(f"{pair!r} is not KEY=VALUE")
-        pairs[name] = value
+        key, equals, value = (part.strip() for part in pair.partition("="))
+        if not equals or not key:
+            raise ValueError(f"{pair!r} is not key=value")
+        pairs.append((key, value))
     return pairs
 
 

@@ -26,7 +26,7 @@ from turnwatch.exporters.regressions.query import Filters, paginate
 from turnwatch.exporters.regressions.store import CaseStore, ContractLookup
 from turnwatch.exporters.sessions.curation import promote
 from turnwatch.exporters.sessions.metrics import SessionStoreMetrics
-from turnwatch.exporters.sessions.model import SessionFilters, attribute_pairs
+from turnwatch.exporters.sessions.model import SessionFilters, key_value_pairs
 from turnwatch.exporters.sessions.reviews import (
     PER_SESSION_METRICS,
     PER_TURN_METRICS,
@@ -108,7 +108,7 @@ class WebView:
         values["critical"] = _optional_bool(values["critical"])
         values["flagged"] = _optional_bool(values["flagged"])
         try:
-            values["attributes"] = attribute_pairs(values.pop("attribute") or "")
+            values["attributes"] = dict(key_value_pairs(values.pop("attribute") or ""))
             return SessionFilters(**values)
         except ValidationError as exc:
             field = exc.errors(include_input=False)[0]["loc"][0]

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from turnwatch.app.regressions import _when
 from turnwatch.exporters.sessions.curation import promote
 from turnwatch.exporters.sessions.handler import StoreConfigError, open_store, sqlite_path
-from turnwatch.exporters.sessions.model import SessionFilters, SessionSummary, attribute_pairs
+from turnwatch.exporters.sessions.model import SessionFilters, SessionSummary, key_value_pairs
 from turnwatch.exporters.sessions.reviews import BadReviewLine, read_jsonl, write_jsonl
 from turnwatch.exporters.sessions.store import SessionStore
 from turnwatch.exporters.sessions.transcript import FindingView, Transcript, transcript
@@ -87,10 +87,10 @@ def add_filters(parser: argparse.ArgumentParser) -> None:
 
 def _attribute(value: str) -> tuple[str, str]:
     try:
-        pairs = attribute_pairs(value)
-        if len(pairs) != 1 or not all(pairs.values()):
-            raise ValueError(f"{value!r} is not KEY=VALUE")
-        [(name, text)] = pairs.items()
+        pairs = key_value_pairs(value)
+        if len(pairs) != 1 or not pairs[0][1]:
+            raise ValueError(f"{value!r} is not key=value")
+        [(name, text)] = pairs
         return resource_attribute_key(name), text
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
