@@ -5,6 +5,7 @@ store, a gate selection by that attribute picking exactly the right sessions."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import re
@@ -18,6 +19,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from turnwatch.collector.config import SessionConfig
 from turnwatch.collector.identity import ContextReader
 from turnwatch.collector.observations import ObservationCodec
+from turnwatch.collector.otlp_common import DecodeLimits
+from turnwatch.collector.otlp_proto import trace_request_to_views
 from turnwatch.collector.records import first_values
 from turnwatch.collector.sealing import Sealer
 from turnwatch.exporters.sessions.handler import open_store
@@ -25,8 +28,10 @@ from turnwatch.exporters.sessions.model import SessionFilters
 
 from tests.conftest import make_settings, start_service
 from tests.otel_chatbot import SUPPORT_EXCHANGES, run_conversation
-from tests.otlp_requests import metric_value
+from tests.otlp_requests import chat_span as otlp_chat_span
+from tests.otlp_requests import key_values, metric_value, trace_request
 from tests.stages import all_roles
+from tests.test_routing import Member, Routing
 from tests.test_sessionizer import IDLE, Harness, _text, chat_span, marker_span
 from tests.waiting import eventually
 from turnwatch.app.cli import main
@@ -254,3 +259,23 @@ def test_records_from_before_resource_attributes_still_read():
     [opened] = codec.open_observations(record)
     assert opened.context.conversation_key == "c-1"
     assert opened.context.resource_attributes == {}
+
+
+def test_the_distributed_layout_carries_the_attributes_from_the_collector_to_the_session():
+    request = trace_request([otlp_chat_span("conv-a")], service="shop")
+    extra = {"deployment.environment": "prod", "k8s.pod.name": "shop-1"}
+    request.resource_spans[0].resource.attributes.extend(key_values(extra))
+    routing = Routing()  # the collector's config decides what is kept
+    routing.pipeline.accept_spans(trace_request_to_views(request, DecodeLimits()).items)
+    member = Member()
+
+    async def take_all() -> None:
+        for offset, (_, record) in enumerate(routing.queued()):
+            await member.take(record, 0, offset)
+
+    asyncio.run(take_all())
+    member.now = 10
+    member.pipeline.sweep()
+    [session] = member.built.sessions
+    assert session.conversation_key == "conv-a"
+    assert session.provenance.resource_attributes == {"deployment.environment": "prod"}
