@@ -9,6 +9,7 @@ import dataclasses
 
 import orjson
 import pytest
+from kafka.structs import OffsetAndMetadata, TopicPartition
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from prometheus_client import CollectorRegistry
 from turnwatch.collector.config import CollectorConfig
@@ -47,6 +48,7 @@ from turnwatch.app.context import ServiceContext
 from turnwatch.app.roles import build_roles
 from turnwatch.bus.config import BusConfig
 from turnwatch.bus.embedded import EmbeddedBus
+from turnwatch.bus.kafka_consumer import ConsumerWorker
 from turnwatch.bus.ledger import OffsetLedger, Position
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.records import OBSERVATIONS, ObservationRecord
@@ -179,6 +181,27 @@ def test_the_ledger_commits_below_the_oldest_held_record_and_forgets_revoked_par
     assert ledger.committable("t", 0, 12) == 9
     with pytest.raises(RuntimeError):
         ledger.in_hand()
+
+
+def test_a_partition_that_comes_straight_back_commits_what_its_sessions_release_later():
+    ledger = OffsetLedger()
+    worker = ConsumerWorker(None, ["t"], "g", None, None, ledger)  # the callbacks alone
+    kept, moved = TopicPartition("t", 0), TopicPartition("t", 1)
+    worker.on_partitions_assigned([kept, moved])
+    worker._done.update({kept: 8, moved: 4})  # what the poll loop records as it processes
+    held = Position("t", 0, 5)
+    ledger.hold(held)
+    # An eager rebalance: both revoked, only partition 0 comes straight back (fetch position
+    # kept, so nothing of it is fetched again); its session is published afterwards.
+    worker.on_partitions_revoked([kept, moved])
+    worker.on_partitions_assigned([kept])
+    assert worker._pending({kept}) == {kept: OffsetAndMetadata(5, "", -1)}
+    ledger.release([held])
+    assert worker._pending({kept}) == {kept: OffsetAndMetadata(8, "", -1)}
+    # Partition 1 moved away: if it returns, it is fetched from its committed offset again.
+    worker.on_partitions_revoked([kept])
+    worker.on_partitions_assigned([kept, moved])
+    assert worker._pending({moved}) == {}
 
 
 class Member:

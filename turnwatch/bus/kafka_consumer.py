@@ -62,6 +62,7 @@ class ConsumerWorker(ConsumerRebalanceListener):
         self._done: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
         self._owned: set[TopicPartition] = set()
+        self._revoking: set[TopicPartition] = set()
         self._lock = threading.Lock()
         self._lag_at = 0.0
 
@@ -92,6 +93,7 @@ class ConsumerWorker(ConsumerRebalanceListener):
         with self._lock:
             offsets = self._pending(set(revoked))
             self._owned -= set(revoked)
+            self._revoking |= set(revoked)
         if offsets and self.consumer is not None:
             # Asynchronous on purpose: it is queued ahead of the rejoin on the same connection.
             self.consumer.commit_async(offsets, callback=self._commit_callback)
@@ -101,9 +103,14 @@ class ConsumerWorker(ConsumerRebalanceListener):
     def on_partitions_assigned(self, assigned) -> None:
         with self._lock:
             self._owned |= set(assigned)
-            for tp in assigned:
+            # kafka-python keeps the fetch position of a partition that comes straight back,
+            # so what was done on it still counts: forgetting it would leave offsets that a
+            # handler releases later uncommitted until the partition's next record. Only a
+            # partition that moved away starts over if it returns.
+            for tp in self._revoking - set(assigned):
                 self._done.pop(tp, None)
                 self._committed.pop(tp, None)
+            self._revoking = set()
         if self.ledger is not None:
             self.ledger.assign((tp.topic, tp.partition) for tp in assigned)
 
