@@ -36,6 +36,7 @@ COMPILED_MODULES = [
     "collector/records.py",
     "collector/identity.py",
     "collector/sessionizer.py",
+    "collector/resent_history.py",
     "collector/sampler.py",
     "collector/assembler.py",
     "collector/otlp_wire.py",

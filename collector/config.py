@@ -1,6 +1,7 @@
 """Configuration blocks of the collector stage: receivers, conversation keys, sessions,
-sampling, handoff, decoders and routing (`otlp:`, `conversation_key:`, `sessions:`, `sampling:`,
-`handoff:`, `decoders:`, `routing:` in the YAML file; the application's Settings composes them).
+sampling, handoff, decoders, routing and the write-ahead log (`otlp:`, `conversation_key:`,
+`sessions:`, `sampling:`, `handoff:`, `decoders:`, `routing:`, `wal:` in the YAML file; the
+application's Settings composes them).
 
 `CollectorConfig` is what the pipeline receives: those blocks and nothing else of Settings.
 """
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
+from turnwatch.collector.wal.config import WalConfig
 
 from turnwatch.schema import (
     ALWAYS_KEPT_RESOURCE_ATTRIBUTES,
@@ -187,6 +189,12 @@ class HandoffConfig(Section):
     high_watermark: float = Field(
         default=0.8, gt=0, le=1, description="Fraction of the queue at which OTLP answers 503."
     )
+    shutdown_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="At shutdown: time for the next stages to take every closed session; what "
+        "is left then is lost and counted (or, with the write-ahead log, kept for the next start).",
+    )
 
 
 class DecoderConfig(Section):
@@ -232,4 +240,5 @@ class CollectorConfig(Section):
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     handoff: HandoffConfig = Field(default_factory=HandoffConfig)
     decoders: DecoderConfig = Field(default_factory=DecoderConfig)
+    wal: WalConfig = Field(default_factory=WalConfig)
     routing: RoutingConfig = Field(default_factory=RoutingConfig)

@@ -6,6 +6,10 @@ later, de-identified), then offered to the next stage, which must not block the 
 in `turnwatch serve` that is the handoff queue (handoff.py); a test that wants the sessions at
 once composes a stage that assembles and keeps them.
 
+With the write-ahead log on (`wal`), each accepted request's frame number reaches the sessionizer
+with its items, each closing session becomes a `Claim` on the log that travels with it, and the
+idle sweep also trims the log (wal/durability.py).
+
 In the distributed layout the same pipeline runs split in two: a collector given a `router`
 decodes and routes (router.py), and the sessionizer role feeds what it consumes into
 `add_routed`, with the bus position each observation came from; a closed session's positions are
@@ -32,6 +36,7 @@ from turnwatch.collector.records import Context, LogView, Observation, SpanView
 from turnwatch.collector.router import ObservationRouter
 from turnwatch.collector.sampler import Sampler, SamplingSignals
 from turnwatch.collector.sessionizer import ClosedSession, Sessionizer, session_id_for
+from turnwatch.collector.wal.durability import Claim, Durability
 
 from turnwatch.bus.ledger import OffsetLedger, Position
 from turnwatch.schema import CloseReason, SamplingDecision, Session
@@ -47,14 +52,20 @@ class PendingSession:
 
     closed: ClosedSession
     decision: SamplingDecision
+    claim: Claim | None = None
+    """Its hold on the write-ahead log; released once the next stage is done with it."""
     held: list[Position] = field(default_factory=list)
     """Where its observations sit on the bus (sessionizer role), released once handed on."""
     ledger: OffsetLedger | None = None
 
     def settle(self) -> None:
-        """It has been handed on (or dropped): its observations may be committed."""
+        """The next stage is done with it (delivered, or dropped and counted): the log may trim
+        its frames and the bus commit its observations. Once only."""
+        if self.claim is not None:
+            self.claim.release()
         if self.ledger is not None:
             self.ledger.release(self.held)
+            self.held = []
 
     def superseded(self) -> bool:
         """A partition it came from moved to another member, which replays and publishes it."""
@@ -74,7 +85,10 @@ class PendingStage(Protocol):
 class SessionSink(Protocol):
     """A stage after assembly: receives whole sessions (de-identification plugs in here)."""
 
-    async def deliver(self, session: Session) -> None: ...
+    async def deliver(self, session: Session) -> asyncio.Future[None] | None:
+        """None once the stage has the session; or, while it is still working on it, the
+        future that finishes when it has (the write-ahead log and the bus hold it until then)."""
+        ...
 
 
 class LoggingSink:
@@ -167,12 +181,14 @@ class CollectorPipeline:
         metrics: CollectorMetrics,
         next_stage: PendingStage,
         clock: Callable[[], float] = time.monotonic,
+        wal: Durability | None = None,
         router: ObservationRouter | None = None,
         ledger: OffsetLedger | None = None,
     ) -> None:
         self.config = config
         self.metrics = metrics
         self.next_stage = next_stage
+        self.wal = wal
         self.router = router
         self.ledger = ledger
         markers = config.decoders.redaction_markers
@@ -197,12 +213,16 @@ class CollectorPipeline:
             return True
         return self.next_stage.overloaded()
 
-    def accept_spans(self, spans: list[SpanView]) -> int:
-        """Buffer decoded spans; return how many a dialect decoder failed on (rejected)."""
+    def accept_spans(self, spans: list[SpanView], source: int = 0) -> int:
+        """Buffer decoded spans (from write-ahead log frame `source`, if any); return how many a
+        dialect decoder failed on (rejected)."""
         failed = 0
         read_context = self.reader.read
         decoders = self.span_decoders
-        for span in spans:
+        sessionizer = self.sessionizer
+        sessionizer.source = source
+        for index, span in enumerate(spans):
+            sessionizer.source_index = index
             context = read_context(
                 span.attributes,
                 span.resource,
@@ -221,13 +241,18 @@ class CollectorPipeline:
             if observation is None and not (context.is_error or self.reader.has_identity(context)):
                 continue
             self._add(span.trace_id, context, observation, span.start_ns)
+        sessionizer.source = 0
         self._flush()
         return failed
 
-    def accept_logs(self, records: list[LogView]) -> int:
-        """Buffer decoded log records; return how many a decoder failed on (rejected)."""
+    def accept_logs(self, records: list[LogView], source: int = 0) -> int:
+        """Buffer decoded log records (from write-ahead log frame `source`, if any); return how
+        many a decoder failed on (rejected)."""
         failed = 0
-        for record in records:
+        sessionizer = self.sessionizer
+        sessionizer.source = source
+        for index, record in enumerate(records):
+            sessionizer.source_index = index
             context = self.reader.read(
                 record.attributes,
                 record.resource,
@@ -251,6 +276,7 @@ class CollectorPipeline:
                 self._event_sequence += 1
                 observation.event_sequence = self._event_sequence
             self._add(trace_id, context, observation, record.time_ns)
+        sessionizer.source = 0
         self._flush()
         return failed
 
@@ -298,7 +324,19 @@ class CollectorPipeline:
     def sweep(self) -> None:
         for item in self.sessionizer.sweep():
             self._emit(item)
+        if self.wal is not None:
+            self._maintain_wal(self.wal)
         self._update_gauges()
+
+    def _maintain_wal(self, wal: Durability) -> None:
+        """Trim the log; past its high watermark, close the sessions holding its oldest segment,
+        as many as the next stage has room for (a full handoff queue would drop them)."""
+        for key in wal.maintain(self.sessionizer.open_sessions()):
+            if self.next_stage.overloaded():
+                break
+            for item in self.sessionizer.close_keys((key,), CloseReason.EVICTED):
+                wal.metrics.evicted.inc()
+                self._emit(item)
 
     def close_all(self) -> None:
         for item in self.sessionizer.close_all():
@@ -307,6 +345,11 @@ class CollectorPipeline:
 
     def _emit(self, closed: ClosedSession) -> None:
         state = closed.state
+        claim = None
+        if self.wal is not None:  # the sessionizer role (bus positions) runs no log of its own
+            claim = self.wal.claim(state)
+            if claim is None:
+                return  # rebuilt from the log, and all of it was on the bus before the restart
         held, state.held = state.held, []
         self._closed_counter(closed.reason.value).inc()
         decision = self.sampler.decide(
@@ -318,11 +361,11 @@ class CollectorPipeline:
             ),
         )
         self._sampled_counter(decision.reason.value).inc()
-        pending = PendingSession(closed, decision, held, self.ledger)
+        pending = PendingSession(closed, decision, claim, held, self.ledger)
         if decision.sampled:
             self.next_stage.offer(pending)
         else:
-            pending.settle()  # nothing to publish: its observations are done with
+            pending.settle()  # nothing to publish: its log frames and observations are done with
 
     def _update_gauges(self) -> None:
         if self.router is not None:

@@ -7,6 +7,7 @@ from prometheus_client import CollectorRegistry
 from turnwatch.collector.deid.config import DeidConfig
 from turnwatch.collector.deid.metrics import DeidMetrics
 from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.collector.wal.metrics import WalMetrics
 from turnwatch.exporters.gate.canary import CanaryMetrics
 from turnwatch.exporters.regressions.metrics import RegressionMetrics
 from turnwatch.exporters.score_metrics import ScoreMetrics
@@ -20,6 +21,7 @@ from turnwatch.bus.metrics import BusMetrics
 def full_registry() -> CollectorRegistry:
     registry = CollectorRegistry()
     CollectorMetrics(registry)
+    WalMetrics(registry)
     DeidMetrics(registry, DeidConfig().all_entities())
     BusMetrics(registry)
     JudgeTelemetry(registry)

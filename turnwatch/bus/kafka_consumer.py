@@ -2,10 +2,11 @@
 KafkaConsumer.
 
 Auto-commit is off; each record's outputs are published (on the event loop) before its offset
-counts as done; done offsets are committed after every batch, on revocation and on close; a lost
-partition's offsets are discarded. With an `OffsetLedger`, a done offset is committed only up to
-the oldest record a handler still holds (ledger.py). Lag is the partition high watermark minus
-the next offset to process.
+counts as done; done offsets are committed after every batch, on revocation and on close, but
+never while the process's spool holds records (see `_spool_holds_outputs`); a lost partition's
+offsets are discarded. With an `OffsetLedger`, a done offset is committed only up to the oldest
+record a handler still holds (ledger.py): both bounds apply, so what is committed is the lower.
+Lag is the partition high watermark minus the next offset to process.
 """
 
 from __future__ import annotations
@@ -90,8 +91,9 @@ class ConsumerWorker(ConsumerRebalanceListener):
 
     # Rebalance callbacks (kafka-python's IO thread): must not block.
     def on_partitions_revoked(self, revoked) -> None:
+        spooled = self._spool_holds_outputs()
         with self._lock:
-            offsets = self._pending(set(revoked))
+            offsets = {} if spooled else self._pending(set(revoked))
             self._owned -= set(revoked)
             self._revoking |= set(revoked)
         if offsets and self.consumer is not None:
@@ -144,7 +146,17 @@ class ConsumerWorker(ConsumerRebalanceListener):
                 for tp, meta in offsets.items():
                     self._committed[tp] = meta.offset
 
+    def _spool_holds_outputs(self) -> bool:
+        """A record whose outputs went to the spool is done but not yet safe: the spool lives in
+        this process's data directory, which a replacement process may not get (a new pod), so
+        its offset waits until the spool is empty. The spool only lets go of a record once the
+        broker acknowledged it, so an empty spool means every earlier output is on the broker.
+        A crash meanwhile means redelivery, deduped downstream, never loss."""
+        return self.bus.spooled_count > 0
+
     def _commit(self, consumer: KafkaConsumer) -> None:
+        if self._spool_holds_outputs():
+            return
         with self._lock:
             offsets = self._pending(set(self._owned))
         if not offsets:
