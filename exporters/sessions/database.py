@@ -110,7 +110,10 @@ class SqliteDatabase:
         self._depth = 0
         self._connection.execute("PRAGMA journal_mode=WAL")
         self._connection.execute("PRAGMA synchronous=NORMAL")
-        self._connection.executescript(SCHEMA.format(real="REAL", blob="BLOB"))
+        # One transaction: the schema is created whole or not at all, and SQLite's log holds
+        # each page once (statement by statement it rewrote the schema page every time: half
+        # as much again to write, which a nearly full disk may not have).
+        self._connection.executescript(f"BEGIN;{SCHEMA.format(real='REAL', blob='BLOB')}COMMIT;")
 
     def execute(self, sql: str, params: Params | None = None) -> list[Row]:
         with self._lock:
