@@ -50,6 +50,7 @@ COMPILED_MODULES = [
     "collector/dialects/genai_events.py",
     "collector/dialects/openinference.py",
     "collector/dialects/openllmetry.py",
+    "collector/dialects/vercel_ai.py",
 ]
 STAGES = {
     "turnwatch.collector": "collector",

@@ -101,6 +101,7 @@ class ConversationKeyConfig(Section):
             "gen_ai.conversation.id",
             "session.id",
             "traceloop.association.properties.session_id",
+            "ai.telemetry.metadata.sessionId",
         ],
         min_length=1,
         description="Attributes tried in order; the trace id is the fallback.",
@@ -114,6 +115,7 @@ class ConversationKeyConfig(Section):
             "enduser.id",
             "enduser.pseudo.id",
             "traceloop.association.properties.user_id",
+            "ai.telemetry.metadata.userId",
         ]
     )
 
@@ -198,8 +200,10 @@ class HandoffConfig(Section):
 
 
 class DecoderConfig(Section):
-    dialects: list[Literal["genai", "genai_events", "openinference", "openllmetry"]] = Field(
-        default=["genai", "genai_events", "openinference", "openllmetry"],
+    dialects: list[
+        Literal["genai", "genai_events", "openinference", "openllmetry", "vercel_ai"]
+    ] = Field(
+        default=["genai", "genai_events", "openinference", "openllmetry", "vercel_ai"],
         min_length=1,
         description="Span decoders tried in order; the first that finds messages wins.",
     )

@@ -1,4 +1,5 @@
-"""OTLP/gRPC receiver: TraceService and LogsService on the same asyncio loop as HTTP.
+"""OTLP/gRPC receiver: TraceService and LogsService on the same asyncio loop as HTTP, and a
+MetricsService that answers and counts metric exports without decoding them (see otlp_http).
 
 Overload, a full write-ahead log and a log write the disk refused are UNAVAILABLE, which OTLP
 clients retry with backoff; a wrong token is UNAUTHENTICATED;
@@ -27,10 +28,11 @@ from typing import Any
 
 import grpc
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
+from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from turnwatch.collector.otlp_common import TooLarge, Undecodable
 from turnwatch.collector.otlp_proto import decode_logs, decode_traces
-from turnwatch.collector.receiver import Decoder, NotAccepted, Receiver
+from turnwatch.collector.receiver import Decoder, NotAccepted, Receiver, not_decoded
 from turnwatch.collector.wal.requests import RequestBody
 
 TRANSPORT = "grpc"
@@ -122,6 +124,9 @@ class _Export:
         except TooLarge as exc:
             await self._refuse(context, grpc.StatusCode.RESOURCE_EXHAUSTED, exc.reason, str(exc))
             raise  # unreachable: abort raises
+        if self.signal == "metrics":
+            receiver.ignore_request(TRANSPORT, self.signal)  # never logged ahead nor ingested
+            return metrics_service_pb2.ExportMetricsServiceResponse()
         body = RequestBody(self.signal, False, decoded.body)
         try:
             outcome = await receiver.ingest(TRANSPORT, body, decoded.result)
@@ -183,6 +188,11 @@ def create_grpc_server(receiver: Receiver, host: str, port: int) -> tuple[grpc.a
             ),
             _raw_export_handler(
                 logs_service_pb2, "LogsService", _Export(receiver, "logs", decode_logs).export
+            ),
+            _raw_export_handler(
+                metrics_service_pb2,
+                "MetricsService",
+                _Export(receiver, "metrics", not_decoded).export,
             ),
         )
     )

@@ -35,7 +35,8 @@ from turnwatch.collector.observations import RoutedObservation
 from turnwatch.collector.records import Context, LogView, Observation, SpanView
 from turnwatch.collector.router import ObservationRouter
 from turnwatch.collector.sampler import Sampler, SamplingSignals
-from turnwatch.collector.sessionizer import ClosedSession, Sessionizer, session_id_for
+from turnwatch.collector.session_keys import session_id_of_key
+from turnwatch.collector.sessionizer import TRACE_KEY_SOURCE, ClosedSession, Sessionizer
 from turnwatch.collector.wal.durability import Claim, Durability
 
 from turnwatch.bus.ledger import OffsetLedger, Position
@@ -44,6 +45,9 @@ from turnwatch.schema import CloseReason, SamplingDecision, Session
 log = logging.getLogger("turnwatch.collector")
 
 CAPPED_REASONS = frozenset({CloseReason.TURN_CAP, CloseReason.BYTE_CAP, CloseReason.EVICTED})
+TRACE_KEY_WARNING_SECONDS = 60.0
+"""At most one warning a minute about sessions keyed by trace id: naive instrumentation makes
+one per model call, and a log line per session would drown everything else."""
 
 
 @dataclass(slots=True)
@@ -112,7 +116,7 @@ class LoggingSink:
 class SessionBuilder:
     """Assembles a closed, sampled session into its wire record (off the request path).
 
-    `id_key` keys the session id (`session_id_for`): the deployment's session-id key."""
+    `id_key` keys the session id (`session_id_of_key`): the deployment's session-id key."""
 
     def __init__(self, service_fallback: str, metrics: CollectorMetrics, id_key: bytes) -> None:
         self.service_fallback = service_fallback
@@ -137,9 +141,9 @@ class SessionBuilder:
         # still validated, and consumers of the wire record still forbid unknown keys.
         session = Session.model_validate(
             dict(
-                session_id=session_id_for(state.key, self.id_key),
+                session_id=session_id_of_key(state.key, self.id_key),
                 revision=state.revision,
-                conversation_key=state.key,
+                conversation_key=state.conversation_key,
                 key_source=state.key_source,
                 service=state.service or self.service_fallback,
                 user_id=state.user_id,
@@ -207,6 +211,9 @@ class CollectorPipeline:
         self._closed_counter = functools.cache(metrics.sessions_closed.labels)
         self._sampled_counter = functools.cache(metrics.sessions_sampled.labels)
         self._event_sequence = 0
+        self._clock = clock
+        self._trace_keyed_warned_at: float | None = None
+        self._trace_keyed_unreported = 0
 
     def overloaded(self) -> bool:
         if self.router is not None and self.router.overloaded():
@@ -317,7 +324,7 @@ class CollectorPipeline:
         opened_before = self.sessionizer.opened
         closed = self.sessionizer.add(trace_id, context, observation, time_ns, held)
         if self.sessionizer.opened != opened_before:
-            self.metrics.sessions_opened.inc()
+            self.metrics.sessions_opened.inc(self.sessionizer.opened - opened_before)
         for item in closed:
             self._emit(item)
 
@@ -350,10 +357,12 @@ class CollectorPipeline:
             claim = self.wal.claim(state)
             if claim is None:
                 return  # rebuilt from the log, and all of it was on the bus before the restart
+        if state.key_source == TRACE_KEY_SOURCE:
+            self._trace_keyed(state.service)
         held, state.held = state.held, []
         self._closed_counter(closed.reason.value).inc()
         decision = self.sampler.decide(
-            state.key,
+            state.conversation_key,
             SamplingSignals(
                 error_spans=state.error_spans,
                 tool_errors=state.tool_errors,
@@ -366,6 +375,30 @@ class CollectorPipeline:
             self.next_stage.offer(pending)
         else:
             pending.settle()  # nothing to publish: its log frames and observations are done with
+
+    def _trace_keyed(self, service: str | None) -> None:
+        """A trace that never named a conversation closed as a session of its own: count it
+        as opened now (the sessionizer counts only keyed conversations), and warn, rate
+        limited, since it usually means the chatbot sets no conversation id at all."""
+        self.metrics.sessions_opened.inc()
+        self.metrics.sessions_trace_keyed.inc()
+        self._trace_keyed_unreported += 1
+        now = self._clock()
+        last = self._trace_keyed_warned_at
+        if last is not None and now - last < TRACE_KEY_WARNING_SECONDS:
+            return
+        log.warning(
+            "sessions keyed by trace id: no span named a conversation id, so every trace is "
+            "a session of its own; set one of conversation_key.priority on the spans",
+            extra={
+                "reason": "no_conversation_key",
+                "sessions": self._trace_keyed_unreported,
+                "service": service or self.config.service_fallback,
+                "looked_for": self.reader.key_attributes,
+            },
+        )
+        self._trace_keyed_warned_at = now
+        self._trace_keyed_unreported = 0
 
     def _update_gauges(self) -> None:
         if self.router is not None:

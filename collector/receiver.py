@@ -71,6 +71,12 @@ def decode_body(
     return Decoded(body, decoder(body, limits))
 
 
+def not_decoded(body: bytes, limits: DecodeLimits) -> DecodeResult:
+    """The decoder of a signal turnwatch does not use (metrics): the body is read and
+    decompressed within the same caps as any other, then dropped."""
+    return DecodeResult()
+
+
 class Receiver:
     def __init__(
         self, config: OtlpConfig, pipeline: CollectorPipeline, metrics: CollectorMetrics
@@ -149,6 +155,11 @@ class Receiver:
     def reject_request(self, transport: str, signal: str, reason: str) -> None:
         self.reject(transport, reason)
         self.metrics.requests.labels(transport, signal, "rejected").inc()
+
+    def ignore_request(self, transport: str, signal: str) -> IngestOutcome:
+        """An export of a signal turnwatch does not use (metrics): answered, counted, dropped."""
+        self.metrics.requests.labels(transport, signal, "ignored").inc()
+        return IngestOutcome(rejected=0, message="")
 
     def reject(self, transport: str, reason: str) -> None:
         """A refusal before there was a request to answer (a connection closed, a header or

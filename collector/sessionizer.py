@@ -20,7 +20,6 @@ front. Sizes are what the buffered objects really occupy (measured object sizes,
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -31,6 +30,7 @@ from turnwatch.collector.config import SessionConfig
 from turnwatch.collector.records import Context, Observation, ObservationKind, first_values
 from turnwatch.collector.resent_history import HistoryTail, drop_resent_history
 from turnwatch.collector.revision_clock import RevisionClock
+from turnwatch.collector.session_keys import conversation_of_key, scoped_key
 from turnwatch.collector.wal.sources import Sources, merged_sources, note_source
 
 from turnwatch.lru import LRU
@@ -47,14 +47,6 @@ TRACE_OVERHEAD = 110
 SOURCE_OVERHEAD = 150
 CLOSED_KEY_BYTES = 180
 TRACE_KEY_BYTES = 260
-
-
-def session_id_for(conversation_key: str, key: bytes) -> str:
-    """The session id of a conversation: a keyed BLAKE2b of its key, with the deployment's
-    session-id key (`turnwatch.collector.deid.secret.session_id_key`). Stable within a
-    deployment; without the key nobody can tell which conversation id a session id stands for."""
-    data = conversation_key.encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(data, digest_size=16, key=key).hexdigest()
 
 
 @dataclass(slots=True)
@@ -91,6 +83,10 @@ class OpenSession:
     """Where each observation came from on the bus (sessionizer role); empty otherwise."""
     resource: dict[str, str] = field(default_factory=dict)
     """The kept resource attributes (`Context.resource_attributes`), first value of each wins."""
+
+    @property
+    def conversation_key(self) -> str:
+        return conversation_of_key(self.key)
 
     @property
     def estimated_turns(self) -> int:
@@ -164,6 +160,9 @@ class Sessionizer:
         self._max_trace_keys = 4 * config.max_open_sessions
         self.open_bytes = 0
         self.kept_bytes = 0
+        # Conversations opened under their own key. A bucket keyed by its trace id is not
+        # counted here: most merge into a keyed conversation once a span names it, and the
+        # caller counts the rest when they close as sessions of their own.
         self.opened = 0
         self.source = 0  # the write-ahead log frame of the items being added (0: none)
         self.source_index = 0  # the index of the item being added within that frame
@@ -207,7 +206,8 @@ class Sessionizer:
             session = self._reopen(key, source, now)
             self._open[key] = session
             self.open_bytes += session.size
-            self.opened += 1
+            if source != TRACE_KEY_SOURCE:
+                self.opened += 1
         else:
             self._open.move_to_end(key)
         session.last_activity = now
@@ -255,7 +255,7 @@ class Sessionizer:
 
     def _resolve_key(self, trace_id: str, context: Context) -> tuple[str, str]:
         if context.conversation_key:
-            key = context.conversation_key
+            key = scoped_key(context.service, context.conversation_key)
             mapped = self._trace_keys.get(trace_id)
             source = context.key_source or "attribute"
             if mapped != key:
@@ -292,6 +292,7 @@ class Sessionizer:
             target.opened_at = min(target.opened_at, pending.opened_at)
             self._open[key] = target
             self.open_bytes += target.size
+            self.opened += 1
         added = pending.size - SESSION_OVERHEAD
         target.observations.extend(pending.observations)
         target.held.extend(pending.held)

@@ -21,12 +21,14 @@ from pathlib import Path
 
 import httpx
 from turnwatch.collector.deid.secret import session_id_key
-from turnwatch.collector.sessionizer import session_id_for
+from turnwatch.collector.session_keys import session_id_for
 
 from tests.conftest import settled
 from tests.otlp_requests import LOOPBACK, PROTOBUF, chat_span, trace_request
 from tests.serve_process import Serve, bus_idle, scored
 from tests.waiting import eventually
+
+SERVICE = "crash-bot"  # session ids are scoped by the service that named the conversation
 
 PER_REQUEST = 2
 END = {"turnwatch.session.end": "true"}
@@ -58,7 +60,7 @@ def burst(prefix: str, conversations: int) -> list[BurstRequest]:
         closes = groups[index - 1] if index > 0 else ()
         spans = [chat_span(key, 0) for key in opens]
         spans += [chat_span(key, 1, extra=END) for key in closes]
-        body = trace_request(spans).SerializeToString()
+        body = trace_request(spans, SERVICE).SerializeToString()
         requests.append(BurstRequest(body, opens, closes))
     return requests
 
@@ -163,8 +165,8 @@ def crash_run(directory: Path, conversations: int, kill: KillPoint, wal: bool = 
         requests=len(requests),
         kill_after=kill_after,
         acknowledged=client.acknowledged,
-        whole={session_id_for(key, ID_KEY) for key in client.opened & client.closed},
-        partial={session_id_for(key, ID_KEY) for key in client.opened - client.closed},
+        whole={session_id_for(SERVICE, key, ID_KEY) for key in client.opened & client.closed},
+        partial={session_id_for(SERVICE, key, ID_KEY) for key in client.opened - client.closed},
     )
 
     started = time.monotonic()

@@ -8,6 +8,7 @@ from turnwatch.collector.deid.config import DeidConfig
 from turnwatch.collector.deid.metrics import DeidMetrics
 from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.wal.metrics import WalMetrics
+from turnwatch.exporters.evaluation_events import EvaluationMetrics
 from turnwatch.exporters.gate.canary import CanaryMetrics
 from turnwatch.exporters.regressions.metrics import RegressionMetrics
 from turnwatch.exporters.score_metrics import ScoreMetrics
@@ -31,4 +32,5 @@ def full_registry() -> CollectorRegistry:
     CanaryMetrics(registry)
     SessionStoreMetrics(registry)
     AgreementMetrics(registry)
+    EvaluationMetrics(registry)
     return registry

@@ -29,6 +29,11 @@ def closed_sessions(count: int) -> list[PendingSession]:
     return built.pending
 
 
+def keys(pending: list[PendingSession]) -> list[str]:
+    """The conversation keys as the chatbot named them (the state key is scoped by service)."""
+    return [item.closed.state.conversation_key for item in pending]
+
+
 class Harness:
     def __init__(self, next_stage: CapturingSink, queue_size: int = 10, **build_faults) -> None:
         self.registry = CollectorRegistry()
@@ -86,7 +91,7 @@ async def test_sessions_are_delivered_in_order_and_counted():
     for item in pending:
         harness.handoff.offer(item)
     await harness.run_until_drained()
-    assert [s.conversation_key for s in sink.sessions] == [p.closed.state.key for p in pending]
+    assert [s.conversation_key for s in sink.sessions] == keys(pending)
     assert harness.delivered() == 3
 
 
@@ -102,17 +107,17 @@ async def test_a_full_queue_drops_the_newest_and_overload_starts_at_the_watermar
         harness.handoff.offer(item)
     assert harness.dropped("queue_full") == 1
     await harness.run_until_drained()
-    assert [s.conversation_key for s in sink.sessions] == [p.closed.state.key for p in pending[:4]]
+    assert [s.conversation_key for s in sink.sessions] == keys(pending[:4])
 
 
 async def test_an_assembly_or_delivery_failure_costs_that_session_only():
     first, second, third = closed_sessions(3)
-    sink = RefusingSink(refuse=third.closed.state.key)
+    sink = RefusingSink(refuse=third.closed.state.conversation_key)
     harness = Harness(sink, fail_on=frozenset({first.closed.state.key}))
     for item in (first, second, third):
         harness.handoff.offer(item)
     await harness.run_until_drained()
-    assert [s.conversation_key for s in sink.sessions] == [second.closed.state.key]
+    assert [s.conversation_key for s in sink.sessions] == [second.closed.state.conversation_key]
     assert harness.dropped("assembly_error") == 1
     assert harness.dropped("sink_error") == 1
     assert harness.delivered() == 1

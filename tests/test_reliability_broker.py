@@ -29,10 +29,10 @@ from collections.abc import Iterator
 
 import pytest
 from turnwatch.collector.deid.secret import session_id_key
-from turnwatch.collector.sessionizer import session_id_for
+from turnwatch.collector.session_keys import session_id_for
 
 from tests.kafka_broker import S3Server, TansuBroker, external_bootstrap, read_topic
-from tests.otlp_requests import LOOPBACK
+from tests.otlp_requests import DEFAULT_SERVICE, LOOPBACK
 from tests.serve_process import SCORE_LOG, scored
 from tests.test_bus_embedded import post_session
 from tests.test_bus_kafka import Role, processed
@@ -122,12 +122,14 @@ def test_a_broker_gone_mid_flight_comes_back_with_every_acknowledged_session(bro
         eventually(
             lambda: collector.metric("turnwatch_bus_spool_records"),
             lambda spooled: spooled == 0,
-            timeout=60,
+            # The drain sends one record per round trip, and each produce on Tansu's S3 storage
+            # is an object write: about 4 records/s on a loaded 2-core machine.
+            timeout=180,
             what="the spool to drain",
         )
         records = read_topic(broker.bootstrap, SESSIONS, 100, timeout=30, distinct_keys=True)
         on_topic = {record.key.decode() for record in records}
-        assert on_topic == {session_id_for(key, ID_KEY) for key in client.keys}
+        assert on_topic == {session_id_for(DEFAULT_SERVICE, key, ID_KEY) for key in client.keys}
         assert collector.metric("turnwatch_bus_records_produced_total", topic=SESSIONS) == 100
         assert LOOPBACK.get(f"{collector.ops}/readyz").status_code == 200
     finally:
@@ -179,7 +181,9 @@ def test_200_in_200_scored_once_through_a_broker_outage_and_a_scorer_kill(broker
         eventually(
             lambda: collector.metric("turnwatch_bus_spool_records"),
             lambda spooled: spooled == 0,
-            timeout=60,
+            # The drain sends one record per round trip, and each produce on Tansu's S3 storage
+            # is an object write: about 4 records/s on a loaded 2-core machine.
+            timeout=180,
             what="the collector's spool to drain into the restarted broker",
         )
         before = processed(first, SESSIONS)
@@ -207,7 +211,9 @@ def test_200_in_200_scored_once_through_a_broker_outage_and_a_scorer_kill(broker
         )
         # Each session scored exactly once where it comes out, whatever was redelivered.
         per_session = Counter(session for session, _revision in scored(score_log).elements())
-        assert set(per_session) == {session_id_for(key, ID_KEY) for key in client.keys}
+        assert set(per_session) == {
+            session_id_for(DEFAULT_SERVICE, key, ID_KEY) for key in client.keys
+        }
         assert max(per_session.values()) == 1
         assert processed(exporter, SCORES) == 200
         assert collector.metric("turnwatch_bus_records_produced_total", topic=SESSIONS) == 200

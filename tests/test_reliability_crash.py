@@ -15,9 +15,9 @@ import os
 import random
 
 import pytest
-from turnwatch.collector.sessionizer import session_id_for
+from turnwatch.collector.session_keys import session_id_for
 
-from tests.crash import ID_KEY, burst, crash_run, random_kill_point
+from tests.crash import ID_KEY, SERVICE, burst, crash_run, random_kill_point
 
 pytestmark = pytest.mark.slow  # two `turnwatch serve` subprocesses per run
 
@@ -36,7 +36,7 @@ def test_sigkill_during_a_burst_loses_no_acknowledged_conversation_and_scores_no
         run = crash_run(directory, CONVERSATIONS, random_kill_point(rng, CONVERSATIONS))
         where = f"seed {seed}, run {number}, killed after {run.kill_after} of {run.requests}"
         everyone = {
-            session_id_for(key, ID_KEY)
+            session_id_for(SERVICE, key, ID_KEY)
             for request in burst(directory.name, CONVERSATIONS)
             for key in request.opens
         }

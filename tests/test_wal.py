@@ -20,6 +20,7 @@ from turnwatch.collector import otlp_proto
 from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.otlp_common import DecodeLimits
 from turnwatch.collector.pipeline import CollectorPipeline, PendingSession
+from turnwatch.collector.session_keys import conversation_of_key
 from turnwatch.collector.wal.durability import Durability
 from turnwatch.collector.wal.metrics import WalMetrics
 from turnwatch.collector.wal.segments import (
@@ -156,7 +157,7 @@ class Collector:
 
     def offered(self) -> dict[str, tuple[PendingSession, Session]]:
         return {
-            pending.closed.state.key: (pending, session)
+            conversation_of_key(pending.closed.state.key): (pending, session)
             for pending, session in zip(self.built.pending, self.built.sessions, strict=True)
         }
 

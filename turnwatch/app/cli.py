@@ -1,4 +1,7 @@
-"""The `turnwatch` command."""
+"""turnwatch watches a chatbot in production: it receives the OpenTelemetry spans the chatbot's
+instrumentation already sends (OTLP on 4318 HTTP and 4317 gRPC), rebuilds each conversation,
+de-identifies it, scores it with deterministic checks and judge metrics, and exports Prometheus
+metrics (ops port 9464, /metrics) and regression cases."""
 
 from __future__ import annotations
 
@@ -21,6 +24,13 @@ from turnwatch.app.settings import ConfigError, Settings, load_settings
 from turnwatch.logs import configure_logging
 from turnwatch.scorers.registry import ContractError
 
+EPILOG = """\
+start here:
+  turnwatch demo                  serve plus a simulated chatbot; prints where to look
+  turnwatch serve                 point OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 at it
+  turnwatch COMMAND --help        the options of one command
+"""
+
 if TYPE_CHECKING:
     from turnwatch.app.roles import Role
     from turnwatch.app.serve import Service
@@ -30,7 +40,12 @@ EXIT_DROPPED_AT_SHUTDOWN = 3
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="turnwatch", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="turnwatch",
+        description=__doc__,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "--version", action="version", version=f"turnwatch {__version__} ({collector.BUILD})"
     )

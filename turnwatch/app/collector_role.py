@@ -126,7 +126,7 @@ class CollectorRole:
         if self.wal is not None:
             self.wal.start()
             await self.wal.replay(self.pipeline, receiver.limits_for, self.handoff.overloaded)
-        sock = bind(self.otlp.host, self.otlp.http_port)
+        sock = bind(self.otlp.host, self.otlp.http_port, "OTLP/HTTP", "--otlp-port")
         ports.otlp_http = sock.getsockname()[1]
         self._server = http_server(
             create_otlp_app(receiver), self.otlp, functools.partial(receiver.reject, "http")

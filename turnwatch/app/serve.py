@@ -144,7 +144,7 @@ class _Running:
 
     def _start_ops(self, checks: dict[str, ReadinessCheck]) -> None:
         ops = self.context.settings.ops
-        sock = bind(ops.host, ops.port)
+        sock = bind(ops.host, ops.port, "the ops port", "--ops-port")
         self.ports.ops = sock.getsockname()[1]
         app = create_ops_app(self.context.registry, checks)
         for consumer in self.roles.consumers:
