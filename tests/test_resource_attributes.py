@@ -100,11 +100,12 @@ def test_the_first_value_of_each_attribute_wins_and_shared_dicts_stay_as_they_we
 def test_a_session_keeps_the_attributes_of_every_resource_it_spans():
     harness = Harness(**{"sessions.resource_attributes": KEPT})
     # A model call before its trace is named (the pending path), then the naming root span
-    # from another service's resource, then a later call from a third.
+    # from another resource of the same service (conversations are scoped by service), then a
+    # later call from a third.
     child = chat_span("trace-a", [_text("user", "hello")], "hi")
     child.resource = {"service.name": "bot", "deployment.environment": "prod"}
     root = marker_span("trace-a", {"session.id": "conv-a"})
-    root.resource = {"service.name": "web", "service.namespace": "shop"}
+    root.resource = {"service.name": "bot", "service.namespace": "shop"}
     later = chat_span(
         "trace-b", [_text("user", "again")], "yes", attributes={"session.id": "conv-a"}
     )
