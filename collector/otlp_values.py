@@ -245,13 +245,13 @@ def raw_attributes(
                 # Checked as below (a string's text and key decode, within the limit), kept.
                 header = header_get(size - key_end) or _string_header(size - key_end)
                 start = key_end + len(header)
-                if raw[key_end:start] == header:
+                if raw.startswith(header, key_end):
                     try:
-                        text_length = len(raw[start:].decode())
+                        text = raw[start:].decode()
                         raw[2:key_end].decode()
                     except UnicodeDecodeError as exc:
                         raise Undecodable(UNDECODABLE) from exc
-                    if text_length > limit:
+                    if size - start > limit and len(text) > limit:
                         raise ItemRejected("attribute_too_large")
                 else:
                     pair = _keep_message(raw, limits)
