@@ -11,11 +11,10 @@ same session id (with the earlier content, while it is kept). Everything is boun
 sessions and buffered bytes evict the least recently active session, and every eviction is
 reported to the caller as a closed session with reason `evicted`, never dropped silently.
 
-Every piece of bookkeeping is O(1) amortised per span and per close: open sessions, closed
-sessions whose content is kept for the reopen window, closed conversation keys and trace
-mappings are each an ordered map from the oldest entry, and each bound or expiry pops from the
-front. Sizes are what the buffered objects really occupy (measured object sizes, see
-`tests/test_session_memory.py`), so `max_buffered_bytes` bounds memory, not just text.
+Every piece of bookkeeping is O(1) amortised per span and per close: open sessions, closed ones
+kept for the reopen window, closed keys and trace mappings are each an ordered map from the
+oldest entry, and each bound or expiry pops from the front. Sizes are measured object sizes
+(`tests/test_session_memory.py`), so `max_buffered_bytes` bounds memory, not just text.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from turnwatch.collector.config import SessionConfig
-from turnwatch.collector.records import Context, Observation, ObservationKind
+from turnwatch.collector.records import Context, Observation, ObservationKind, first_values
 from turnwatch.collector.resent_history import HistoryTail, drop_resent_history
 from turnwatch.collector.revision_clock import RevisionClock, from_arrivals
 from turnwatch.collector.session_keys import conversation_of_key, scoped_key
@@ -82,8 +81,9 @@ class OpenSession:
     """Write-ahead log frame -> [first, last] index of its items here (frames ascending)."""
     held: list[Any] = field(default_factory=list)
     """Where each observation came from on the bus (sessionizer role); empty otherwise."""
-    # Sessionizer role: the latest arrival stamp among its observations (its revision), and
-    # which observations it holds (a replay's second copy is skipped); 0 and empty otherwise.
+    resource: dict[str, str] = field(default_factory=dict)
+    """The kept resource attributes (`Context.resource_attributes`), first value of each wins."""
+    # Sessionizer role: the latest arrival stamp (its revision), observations held (a replay skips).
     last_arrival: int = 0
     arrivals: set[int] = field(default_factory=set)
 
@@ -128,6 +128,7 @@ class OpenSession:
             self.dropped_spans,
             self.forced_attribute,
             self.head_emitted,
+            resource=self.resource,
             last_arrival=self.last_arrival,
             arrivals=set(self.arrivals),
         )
@@ -203,10 +204,8 @@ class Sessionizer:
         held: Any = None,
         arrival: int = 0,
     ) -> tuple[ClosedSession, ...]:
-        """Buffer one span's or log record's facts; return sessions this closed. Sessionizer
-        role: `held` (its bus position) stays with its session, `arrival` numbers it."""
+        """Buffer one span's or log record's facts; return sessions this closed."""
         key, source = self._resolve_key(trace_id, context)
-        # A replay after a handover brings again what this member closed or was forwarded.
         identity = hash((arrival, trace_id, time_ns)) if arrival else 0
         holding = (self._open.get(key) or self._kept.get(key)) if identity else None
         if holding is not None and identity in holding.arrivals:
@@ -228,9 +227,7 @@ class Sessionizer:
         if identity:
             session.last_arrival = max(session.last_arrival, arrival)
             session.arrivals.add(identity)
-            session.size += ARRIVAL_OVERHEAD
-            self.open_bytes += ARRIVAL_OVERHEAD
-        self.open_bytes += self._absorb(session, trace_id, context, observation, time_ns)
+        self.open_bytes += self._absorb(session, trace_id, context, observation, time_ns, identity)
         closed: tuple[ClosedSession, ...] = ()
         if context.is_end_marker:
             closed = (self._close(key, CloseReason.END_MARKER),)
@@ -335,6 +332,7 @@ class Sessionizer:
             target.service_from_model_call = pending.service_from_model_call
         target.user_id = target.user_id or pending.user_id
         target.service_version = target.service_version or pending.service_version
+        target.resource = first_values(target.resource, pending.resource)
         target.agent_name = target.agent_name or pending.agent_name
         target.agent_version = target.agent_version or pending.agent_version
         target.forced_attribute = target.forced_attribute or pending.forced_attribute
@@ -365,9 +363,10 @@ class Sessionizer:
         context: Context,
         observation: Observation | None,
         time_ns: int,
+        identity: int = 0,
     ) -> int:
         """Add one span's facts to the session; return the bytes this added."""
-        added = 0
+        added = ARRIVAL_OVERHEAD if identity else 0
         if trace_id not in session.trace_ids:
             session.trace_ids[trace_id] = None
             added += TRACE_OVERHEAD
@@ -383,6 +382,7 @@ class Sessionizer:
             session.service_from_model_call = is_model_call
         session.user_id = session.user_id or context.user_id
         session.service_version = session.service_version or context.service_version
+        session.resource = first_values(session.resource, context.resource_attributes)
         session.agent_name = session.agent_name or context.agent_name
         session.agent_version = session.agent_version or context.agent_version
         session.forced_attribute = session.forced_attribute or context.force_attribute
