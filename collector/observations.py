@@ -175,7 +175,9 @@ class WireRoutedObservation(WireModel):
     time_ns: int
     context: WireContext
     observation: WireObservation | None
-    arrival: int
+    # 0: sealed by a routing collector from before arrival stamps (a rolling upgrade): such a
+    # session is numbered from the member's close time, as it was then.
+    arrival: int = 0
 
     def record(self) -> RoutedObservation:
         observation = self.observation.record() if self.observation is not None else None

@@ -260,6 +260,7 @@ def test_records_from_before_resource_attributes_still_read():
     [opened] = codec.open_observations(record)
     assert opened.context.conversation_key == "c-1"
     assert opened.context.resource_attributes == {}
+    assert opened.arrival == 0  # nor an arrival stamp: numbered from the member's close time
 
 
 def test_the_distributed_layout_carries_the_attributes_from_the_collector_to_the_session():
