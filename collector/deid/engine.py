@@ -26,6 +26,7 @@ from turnwatch.collector.deid.ner_scope import ner_sentences
 from turnwatch.collector.deid.offline import OfflineEmailRecognizer
 from turnwatch.collector.deid.recognizers import turnwatch_recognizers
 from turnwatch.collector.deid.recognizers.base import LANGUAGE
+from turnwatch.collector.deid.urls import ChunkedUrlRecognizer
 
 # Every component a spaCy English pipeline may hold besides tok2vec and ner (excluding a name
 # the package does not have is harmless).
@@ -128,6 +129,8 @@ def load_nlp_engine(model: str, whole_texts: bool = False) -> InstalledSpacyEngi
 def presidio_recognizer(name: str) -> EntityRecognizer:
     if name == "EmailRecognizer":
         return OfflineEmailRecognizer()
+    if name == "UrlRecognizer":
+        return ChunkedUrlRecognizer(supported_language=LANGUAGE)
     factory = getattr(predefined, name, None)
     if not (isinstance(factory, type) and issubclass(factory, EntityRecognizer)):
         raise ModelMissingError(f"deid.presidio_recognizers: no Presidio recognizer {name!r}")
