@@ -13,6 +13,7 @@ import functools
 from collections.abc import Callable
 
 import regex
+from turnwatch.collector.deid.alternation import whole_words
 from turnwatch.collector.deid.cache import Finding, Findings
 
 MIN_PROPAGATED_CHARS = 3
@@ -45,13 +46,7 @@ def propagate(
     if not words and not numbers:
         return findings
     by_word = words
-    pattern = None
-    if by_word:
-        alternatives = "|".join(
-            regex.escape(word).replace(r"\ ", r"\s+")
-            for word in sorted(by_word, key=len, reverse=True)
-        )
-        pattern = regex.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", regex.IGNORECASE)
+    pattern = whole_words(by_word, findings)
     out: dict[str, Findings] = {}
     for text, found in findings.items():
         extra: list[Finding] = []
