@@ -44,6 +44,6 @@ def test_same_answers_as_computing_every_canonical_form():
     for piece in pieces:
         value = _canonical(piece)
         assert known.get(piece) == (value if value in keys else None), piece
+    assert len(computed) < len(pieces) / 3
     hits = [piece for piece in pieces if known.get(piece) is not None]
     assert {"+1 (415) 555-0100", "415.555.0100", "a10234,", "４１１１ 1111 1111 1111"} <= set(hits)
-    assert len(computed) < len(pieces) / 3
