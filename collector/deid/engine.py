@@ -94,8 +94,12 @@ class InstalledSpacyEngine(SpacyNlpEngine):
         ):
             doc = docs[number]
             for entity in piece.ents:
+                # Sentences end on white space, so the spans align; "expand" drops none if not.
                 span = doc.char_span(
-                    start + entity.start_char, start + entity.end_char, label=entity.label_
+                    start + entity.start_char,
+                    start + entity.end_char,
+                    label=entity.label_,
+                    alignment_mode="expand",
                 )
                 if span is not None:
                     entities[number].append(span)
