@@ -36,6 +36,7 @@ COMPILED_MODULES = [
     "collector/records.py",
     "collector/identity.py",
     "collector/sessionizer.py",
+    "collector/resent_history.py",
     "collector/sampler.py",
     "collector/assembler.py",
     "collector/otlp_wire.py",
@@ -49,6 +50,7 @@ COMPILED_MODULES = [
     "collector/dialects/genai_events.py",
     "collector/dialects/openinference.py",
     "collector/dialects/openllmetry.py",
+    "collector/dialects/vercel_ai.py",
 ]
 STAGES = {
     "turnwatch.collector": "collector",

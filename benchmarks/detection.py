@@ -32,7 +32,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from turnwatch.collector.deid.secret import session_id_key
-from turnwatch.collector.sessionizer import session_id_for
+from turnwatch.collector.session_keys import session_id_for
 
 from benchmarks.corpus import DEFAULT_COUNT, make_corpus
 from benchmarks.corpus.emit import Emitter
@@ -119,7 +119,10 @@ def match(
     pairs = []
     problems = {"missing": 0, "turns_differ": 0, "unexpected": 0}
     id_key = session_id_key(secret.encode())
-    expected = {session_id_for(record["conversation_id"], id_key): record for record in records}
+    expected = {
+        session_id_for(record["emission"]["service"], record["conversation_id"], id_key): record
+        for record in records
+    }
     problems["unexpected"] = len(set(latest) - set(expected))
     for session_id, record in expected.items():
         score = latest.get(session_id)

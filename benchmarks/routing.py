@@ -28,6 +28,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 from turnwatch.collector.config import CollectorConfig
+from turnwatch.collector.deid.secret import session_id_key
 from turnwatch.collector.intake import ObservationIntake
 from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.observations import ObservationCodec
@@ -44,10 +45,12 @@ from turnwatch.bus.records import OBSERVATIONS, ObservationRecord
 # over the repository's own `turnwatch/` folder.
 sys.path.append(str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.ingest import SPANS_PER_REQUEST, build_requests
+from benchmarks.otlp_load import SPANS_PER_REQUEST, Load
 
 PARTITIONS = 6
-CODEC = ObservationCodec(Sealer(b"benchmark-deployment-secret-0123456789"))
+SECRET = b"benchmark-deployment-secret-0123456789"
+CODEC = ObservationCodec(Sealer(SECRET))
+ID_KEY = session_id_key(SECRET)
 LIMITS = DecodeLimits()
 
 
@@ -55,7 +58,7 @@ class Assembled:
     """The stage after the pipeline: assembles each closed, sampled session and counts it."""
 
     def __init__(self, config: CollectorConfig, metrics: CollectorMetrics) -> None:
-        self.build = SessionBuilder(config.service_fallback, metrics)
+        self.build = SessionBuilder(config.service_fallback, metrics, ID_KEY)
         self.sessions = 0
 
     def offer(self, pending: PendingSession) -> None:
@@ -135,8 +138,9 @@ def main() -> None:
     rates: dict[str, list[float]] = {"embedded": [], "collector (route)": [], "sessionizer": []}
     ratios: dict[str, list[float]] = {"collector (route)": [], "sessionizer": []}
     for number in range(args.rounds):
-        first = build_requests(args.requests, seed=1_000 + 2 * number)
-        second = build_requests(args.requests, seed=1_001 + 2 * number)
+        # Each round's two loads get keys of their own, so no phase reopens another's sessions.
+        first = Load(f"round{number}-a", seed=1_000 + 2 * number).requests(args.requests)
+        second = Load(f"round{number}-b", seed=1_001 + 2 * number).requests(args.requests)
         order = ("embedded", "distributed") if number % 2 == 0 else ("distributed", "embedded")
         measured: dict[str, float] = {}
         for which, bodies in zip(order, (first, second), strict=True):

@@ -260,12 +260,20 @@ def _response_text(value: Any) -> str | None:
 def _build_turns(placed: list[Placed]) -> list[TurnFields]:
     turns: list[TurnFields] = []
     pending: dict[str, TurnFields] = {}
+    # The latest assistant turn's calls not answered yet, in order: a tool message without a
+    # call id (OpenLLMetry's `gen_ai.tool.message` events carry none) answers the first of them.
+    awaiting: list[TurnFields] = []
     for message, call, is_output in placed:
         role = message.role
         if role == "tool":
-            target = pending.get(message.tool_call_id or "")
+            if message.tool_call_id is not None:
+                target = pending.get(message.tool_call_id)
+            else:
+                target = awaiting[0] if awaiting else None
             if target is not None and not message.redacted:
                 target["result"] = message.tool_response
+                if target in awaiting:
+                    awaiting.remove(target)
                 continue
         # Only what differs from the schema's defaults: Session validation fills the rest, and
         # every key left out is one less to build and to validate.
@@ -298,6 +306,8 @@ def _build_turns(placed: list[Placed]) -> list[TurnFields]:
                     "input_tokens": call.input_tokens,
                     "output_tokens": call.output_tokens,
                 }
+        if turn["tool_calls"]:
+            awaiting = list(turn["tool_calls"])
         for tool_call in turn["tool_calls"]:
             if tool_call["id"]:
                 pending[tool_call["id"]] = tool_call
@@ -378,10 +388,18 @@ def assemble(buffered: list[Observation]) -> Transcript:
     calls.sort(key=lambda o: (o.start_ns, o.end_ns))
     transcript = Transcript()
     reasons: list[str] = []
+    empty = 0
     for call in calls:
         reasons.extend(call.incomplete_reasons)
         if not call.inputs and not call.outputs and resent.previous(call) is None:
             reasons.append("no_content")
+            empty += 1
+    if calls and empty == len(calls):
+        # Instrumentation without content capture: each call still took time and tokens, so
+        # it becomes an assistant turn without text rather than vanishing with its usage. (In
+        # a session where other calls carry content, the history they resend shows the turn.)
+        for call in calls:
+            call.outputs = [Message("assistant")]
     transcript.turns = _build_turns(_align(calls, resent))
     executions = [o for o in observations if o.kind is TOOL_EXECUTION]
     transcript.tool_errors = _attach_executions(transcript.turns, executions)

@@ -1,6 +1,7 @@
 """Configuration blocks of the collector stage: receivers, conversation keys, sessions,
-sampling, handoff, decoders and routing (`otlp:`, `conversation_key:`, `sessions:`, `sampling:`,
-`handoff:`, `decoders:`, `routing:` in the YAML file; the application's Settings composes them).
+sampling, handoff, decoders, routing and the write-ahead log (`otlp:`, `conversation_key:`,
+`sessions:`, `sampling:`, `handoff:`, `decoders:`, `routing:`, `wal:` in the YAML file; the
+application's Settings composes them).
 
 `CollectorConfig` is what the pipeline receives: those blocks and nothing else of Settings.
 """
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr, model_validator
+from turnwatch.collector.wal.config import WalConfig
 
 from turnwatch.secret_files import token_from
 from turnwatch.section import Section
@@ -94,6 +96,7 @@ class ConversationKeyConfig(Section):
             "gen_ai.conversation.id",
             "session.id",
             "traceloop.association.properties.session_id",
+            "ai.telemetry.metadata.sessionId",
         ],
         min_length=1,
         description="Attributes tried in order; the trace id is the fallback.",
@@ -107,6 +110,7 @@ class ConversationKeyConfig(Section):
             "enduser.id",
             "enduser.pseudo.id",
             "traceloop.association.properties.user_id",
+            "ai.telemetry.metadata.userId",
         ]
     )
 
@@ -160,11 +164,19 @@ class HandoffConfig(Section):
     high_watermark: float = Field(
         default=0.8, gt=0, le=1, description="Fraction of the queue at which OTLP answers 503."
     )
+    shutdown_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="At shutdown: time for the next stages to take every closed session; what "
+        "is left then is lost and counted (or, with the write-ahead log, kept for the next start).",
+    )
 
 
 class DecoderConfig(Section):
-    dialects: list[Literal["genai", "genai_events", "openinference", "openllmetry"]] = Field(
-        default=["genai", "genai_events", "openinference", "openllmetry"],
+    dialects: list[
+        Literal["genai", "genai_events", "openinference", "openllmetry", "vercel_ai"]
+    ] = Field(
+        default=["genai", "genai_events", "openinference", "openllmetry", "vercel_ai"],
         min_length=1,
         description="Span decoders tried in order; the first that finds messages wins.",
     )
@@ -205,4 +217,5 @@ class CollectorConfig(Section):
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     handoff: HandoffConfig = Field(default_factory=HandoffConfig)
     decoders: DecoderConfig = Field(default_factory=DecoderConfig)
+    wal: WalConfig = Field(default_factory=WalConfig)
     routing: RoutingConfig = Field(default_factory=RoutingConfig)

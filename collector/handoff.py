@@ -4,19 +4,38 @@ The pipeline offers each closed, sampled session here and returns to the request
 assembles queued sessions into their wire records (off the request path) and delivers them, in
 order, to the next stage (de-identification, then the bus). Above the high watermark the
 receivers answer 503 with Retry-After; a session that finds the queue full is dropped and counted.
+
+With the write-ahead log on, each session carries its claim on the log: released once the next
+stage has it (or it was dropped and counted), and when the stage returns with the session still
+in flight (de-identification worker processes), only once that finishes. It is kept when a
+shutdown strands it, so the next start replays it instead of losing it. A sessionizer's session
+likewise releases its bus positions only once handed on (or dropped and counted); one the
+shutdown strands keeps them uncommitted, so the partition's next owner replays it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+from dataclasses import dataclass
 
 from turnwatch.collector.config import HandoffConfig
 from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.pipeline import PendingSession, SessionBuilder, SessionSink
 
 log = logging.getLogger("turnwatch.collector")
+
+
+@dataclass(frozen=True, slots=True)
+class Stranded:
+    """Sessions a drain that ran out of time left behind."""
+
+    lost: int
+    """Counted in `turnwatch_handoff_dropped_total{reason="shutdown"}`."""
+    kept: int
+    """Held by the write-ahead log: the next start replays them."""
 
 
 class Handoff:
@@ -32,6 +51,7 @@ class Handoff:
         self.next_stage = next_stage
         self.queue: asyncio.Queue[PendingSession] = asyncio.Queue(maxsize=config.queue_size)
         self._watermark = max(1, int(config.queue_size * config.high_watermark))
+        self._in_hand: PendingSession | None = None
 
     def overloaded(self) -> bool:
         return self.queue.qsize() >= self._watermark
@@ -48,10 +68,11 @@ class Handoff:
     async def run(self) -> None:
         while True:
             pending = await self.queue.get()
+            self._in_hand = pending
             try:
                 await self._hand_on(pending)
             finally:
-                pending.settle()
+                self._in_hand = None
                 self.queue.task_done()
                 self.metrics.handoff_depth.set(self.queue.qsize())
 
@@ -59,6 +80,7 @@ class Handoff:
         if pending.superseded():
             # Not lost: the partition's new owner replays its observations and publishes it.
             self.metrics.handoff_dropped.labels("partition_moved").inc()
+            pending.settle()
             return
         try:
             session = self.build(pending)
@@ -66,22 +88,52 @@ class Handoff:
             # An assembler bug on strange input costs this session, never the pipeline.
             self.metrics.handoff_dropped.labels("assembly_error").inc()
             log.exception("session assembly failed", extra={"reason": "assembly_error"})
+            pending.settle()
             return
         try:
-            await self.next_stage.deliver(session)
-            self.metrics.handoff_delivered.inc()
+            in_flight = await self.next_stage.deliver(session)
         except Exception:
-            self.metrics.handoff_dropped.labels("sink_error").inc()
-            log.exception("next stage failed; session dropped", extra={"reason": "sink_error"})
+            self._sink_failed()
+            pending.settle()
+            return
+        if in_flight is None:
+            self.metrics.handoff_delivered.inc()
+            pending.settle()
+        else:
+            in_flight.add_done_callback(functools.partial(self._handed_on, pending))
+
+    def _handed_on(self, pending: PendingSession, in_flight: asyncio.Future[None]) -> None:
+        if in_flight.cancelled():
+            return  # stopped at shutdown before the stage had it: the claim keeps it
+        if in_flight.exception() is None:
+            self.metrics.handoff_delivered.inc()
+        else:
+            self._sink_failed(in_flight.exception())
+        pending.settle()
+
+    def _sink_failed(self, error: BaseException | None = None) -> None:
+        self.metrics.handoff_dropped.labels("sink_error").inc()
+        log.error(
+            "next stage failed; session dropped",
+            extra={"reason": "sink_error"},
+            exc_info=error or True,
+        )
 
     async def drain(self) -> None:
         """Wait until the next stage has taken every queued session."""
         with contextlib.suppress(asyncio.CancelledError):
             await self.queue.join()
 
-    def count_lost(self) -> int:
+    def strand(self) -> Stranded:
         """At a drain that ran out of time: the task is stuck delivering one session (the next
-        stage is full and does not drain) and the rest wait behind it; all of them are lost."""
-        lost = self.queue.qsize() + 1
+        stage is full and does not drain) and the rest wait behind it. Those without a claim on
+        the write-ahead log are lost (counted); the others stay in the log."""
+        stranded = [self._in_hand] if self._in_hand is not None else []
+        while not self.queue.empty():
+            stranded.append(self.queue.get_nowait())
+            self.queue.task_done()
+        kept = sum(1 for pending in stranded if pending.claim is not None)
+        lost = len(stranded) - kept
         self.metrics.handoff_dropped.labels("shutdown").inc(lost)
-        return lost
+        self.metrics.handoff_depth.set(0)
+        return Stranded(lost=lost, kept=kept)

@@ -48,7 +48,14 @@ class CollectorMetrics:
         )
         self.sessions_opened = Counter(
             "turnwatch_sessions_opened_total",
-            "Conversation sessions opened (including re-opened revisions).",
+            "Conversation sessions opened (including re-opened revisions); a trace without a "
+            "conversation id counts when it closes as a session of its own.",
+            registry=registry,
+        )
+        self.sessions_trace_keyed = Counter(
+            "turnwatch_sessions_trace_keyed_total",
+            "Sessions keyed by their trace id because no span named a conversation id "
+            "(each model call's trace becomes a session of its own).",
             registry=registry,
         )
         self.sessions_closed = Counter(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -73,6 +74,9 @@ class DecodeResult(Generic[ViewT]):
         parts = [f"{count} {reason}" for reason, count in sorted(self.rejection_reasons.items())]
         return "rejected: " + ", ".join(parts) if parts else ""
 
+
+Decoder = Callable[[bytes, DecodeLimits], DecodeResult]
+"""An OTLP body decoder: the protobuf and JSON decoders of each signal."""
 
 _HEX = re.compile(r"[0-9a-fA-F]*")
 _ZERO = re.compile(r"0*")

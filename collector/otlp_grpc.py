@@ -1,6 +1,8 @@
-"""OTLP/gRPC receiver: TraceService and LogsService on the same asyncio loop as HTTP.
+"""OTLP/gRPC receiver: TraceService and LogsService on the same asyncio loop as HTTP, and a
+MetricsService that answers and counts metric exports without decoding them (see otlp_http).
 
-Overload is UNAVAILABLE, which OTLP clients retry with backoff; a wrong token is UNAUTHENTICATED;
+Overload, a full write-ahead log and a log write the disk refused are UNAVAILABLE, which OTLP
+clients retry with backoff; a wrong token is UNAUTHENTICATED;
 a body that is not an OTLP request is INVALID_ARGUMENT; a message past
 `otlp.max_decompressed_bytes`, metadata past `otlp.max_header_bytes` or a request past the caps
 on what it holds is RESOURCE_EXHAUSTED. Every refusal is counted by reason.
@@ -26,10 +28,12 @@ from typing import Any
 
 import grpc
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
+from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from turnwatch.collector.otlp_common import TooLarge, Undecodable
 from turnwatch.collector.otlp_proto import decode_logs, decode_traces
-from turnwatch.collector.receiver import Decoder, Receiver
+from turnwatch.collector.receiver import Decoder, NotAccepted, Receiver, not_decoded
+from turnwatch.collector.wal.requests import RequestBody
 
 TRANSPORT = "grpc"
 METADATA_TRANSPORT_FACTOR = 4
@@ -72,11 +76,11 @@ class _Export:
                 "unauthorized",
                 "missing or invalid bearer token",
             )
-        if receiver.overloaded():
+        if overload := receiver.overloaded():
             await self._refuse(
                 context,
                 grpc.StatusCode.UNAVAILABLE,
-                "overloaded",
+                overload,
                 "pipeline saturated; retry later",
             )
         if receiver.saturated():
@@ -108,7 +112,7 @@ class _Export:
         try:
             with receiver.in_flight():
                 message = await self._message(context)
-                result = await receiver.decode(self.decoder, [message], "", self.signal)
+                decoded = await receiver.decode(self.decoder, [message], "", self.signal)
         except Undecodable:
             await self._refuse(
                 context,
@@ -120,14 +124,23 @@ class _Export:
         except TooLarge as exc:
             await self._refuse(context, grpc.StatusCode.RESOURCE_EXHAUSTED, exc.reason, str(exc))
             raise  # unreachable: abort raises
+        if self.signal == "metrics":
+            receiver.ignore_request(TRANSPORT, self.signal)  # never logged ahead nor ingested
+            return metrics_service_pb2.ExportMetricsServiceResponse()
+        body = RequestBody(self.signal, False, decoded.body)
+        try:
+            outcome = await receiver.ingest(TRANSPORT, body, decoded.result)
+        except NotAccepted as exc:
+            await self._refuse(
+                context, grpc.StatusCode.UNAVAILABLE, exc.reason, "cannot store it; retry later"
+            )
+            raise  # unreachable: abort raises
         if self.signal == "traces":
-            outcome = receiver.ingest_spans(TRANSPORT, result)
             response: Any = trace_service_pb2.ExportTraceServiceResponse()
             if outcome.rejected:
                 response.partial_success.rejected_spans = outcome.rejected
                 response.partial_success.error_message = outcome.message
             return response
-        outcome = receiver.ingest_logs(TRANSPORT, result)
         response = logs_service_pb2.ExportLogsServiceResponse()
         if outcome.rejected:
             response.partial_success.rejected_log_records = outcome.rejected
@@ -175,6 +188,11 @@ def create_grpc_server(receiver: Receiver, host: str, port: int) -> tuple[grpc.a
             ),
             _raw_export_handler(
                 logs_service_pb2, "LogsService", _Export(receiver, "logs", decode_logs).export
+            ),
+            _raw_export_handler(
+                metrics_service_pb2,
+                "MetricsService",
+                _Export(receiver, "metrics", not_decoded).export,
             ),
         )
     )

@@ -1,12 +1,17 @@
 """OTLP/HTTP receiver: `POST /v1/traces` and `POST /v1/logs`, protobuf or JSON, gzip or deflate.
 
+`POST /v1/metrics` is accepted and counted but not decoded: SDKs that export metrics beside
+their traces (traceloop-sdk does by default) would otherwise log a 404 on every export, and
+turnwatch has no use for them.
+
 Error contract (OTLP specification): 200 with `partial_success` for spans that cannot be used,
 400 for an undecodable body (or one that does not arrive within `otlp.body_timeout_seconds`),
 401 for a missing or wrong bearer token, 413 past the size caps and the caps on what a request
 holds, 415 for a content type or encoding it does not speak, 503 with Retry-After when the
-pipeline or the receiver is saturated (503 rather than 429 because Python exporters before 1.44
-retry 5xx but drop on 429). Responses use the request's content type; error bodies are
-`google.rpc.Status`. The body is decompressed and decoded off the event loop (receiver.py).
+pipeline or the receiver is saturated, the write-ahead log is full or the disk refused its write
+(503 rather than 429 because Python exporters before 1.44 retry 5xx but drop on 429). Responses
+use the request's content type; error bodies are `google.rpc.Status`. The body is decompressed and
+decoded off the event loop (receiver.py).
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsPartialSuccess,
     ExportLogsServiceResponse,
 )
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
     ExportTraceServiceResponse,
@@ -30,8 +38,16 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from starlette.requests import ClientDisconnect
 from turnwatch.collector import otlp_json, otlp_proto
 from turnwatch.collector.body import BodyTooLarge, UnsupportedEncoding
-from turnwatch.collector.otlp_common import DecodeResult, TooLarge, Undecodable
-from turnwatch.collector.receiver import Decoder, IngestOutcome, Receiver
+from turnwatch.collector.otlp_common import TooLarge, Undecodable
+from turnwatch.collector.receiver import (
+    Decoded,
+    Decoder,
+    IngestOutcome,
+    NotAccepted,
+    Receiver,
+    not_decoded,
+)
+from turnwatch.collector.wal.requests import RequestBody
 
 log = logging.getLogger("turnwatch.collector.http")
 
@@ -97,6 +113,10 @@ def _success_response(media_type: str, signal: str, outcome: IngestOutcome) -> R
                 "errorMessage": outcome.message,
             }
         return Response(orjson.dumps(payload), 200, media_type=JSON)
+    if signal == "metrics":
+        return Response(
+            ExportMetricsServiceResponse().SerializeToString(), 200, media_type=PROTOBUF
+        )
     if signal == "traces":
         response = ExportTraceServiceResponse()
         if outcome.rejected:
@@ -124,6 +144,8 @@ def create_otlp_app(receiver: Receiver) -> FastAPI:
         ("traces", JSON): otlp_json.decode_traces,
         ("logs", PROTOBUF): otlp_proto.decode_logs,
         ("logs", JSON): otlp_json.decode_logs,
+        ("metrics", PROTOBUF): not_decoded,
+        ("metrics", JSON): not_decoded,
     }
     retry_after = {"Retry-After": str(config.retry_after_seconds)}
 
@@ -145,19 +167,26 @@ def create_otlp_app(receiver: Receiver) -> FastAPI:
                 raise _Refusal(
                     415, "unsupported_media_type", f"content type must be {PROTOBUF} or {JSON}"
                 )
-            if receiver.overloaded():
-                raise _Refusal(503, "overloaded", "pipeline saturated; retry later", retry_after)
+            if overload := receiver.overloaded():
+                raise _Refusal(503, overload, "pipeline saturated; retry later", retry_after)
             if receiver.saturated():
                 raise _Refusal(
                     503, "too_many_requests", "too many requests at once; retry later", retry_after
                 )
             with receiver.in_flight():
                 read = await _body(request)
-                result = await _decoded(request, signal, decode, read)
-            if signal == "traces":
-                outcome = receiver.ingest_spans(TRANSPORT, result)
-            else:
-                outcome = receiver.ingest_logs(TRANSPORT, result)
+                decoded = await _decoded(request, signal, decode, read)
+            if signal == "metrics":
+                # Never logged ahead nor ingested: nothing of it is kept.
+                return _success_response(
+                    answer_type, signal, receiver.ignore_request(TRANSPORT, signal)
+                )
+            try:
+                request_body = RequestBody(signal, media_type == JSON, decoded.body)
+                outcome = await receiver.ingest(TRANSPORT, request_body, decoded.result)
+            except NotAccepted as exc:
+                message = "cannot store it; retry later"
+                raise _Refusal(503, exc.reason, message, retry_after) from None
             return _success_response(answer_type, signal, outcome)
         except _Refusal as refusal:
             receiver.reject_request(TRANSPORT, signal, refusal.reason)
@@ -186,7 +215,7 @@ def create_otlp_app(receiver: Receiver) -> FastAPI:
 
     async def _decoded(
         request: Request, signal: str, decode: Decoder, chunks: list[bytes]
-    ) -> DecodeResult:
+    ) -> Decoded:
         try:
             encoding = request.headers.get("content-encoding", "")
             return await receiver.decode(decode, chunks, encoding, signal)
@@ -213,5 +242,9 @@ def create_otlp_app(receiver: Receiver) -> FastAPI:
     @app.post("/v1/logs")
     async def export_logs(request: Request) -> Response:
         return await handle(request, "logs")
+
+    @app.post("/v1/metrics")
+    async def export_metrics(request: Request) -> Response:
+        return await handle(request, "metrics")
 
     return app

@@ -6,6 +6,10 @@ later, de-identified), then offered to the next stage, which must not block the 
 in `turnwatch serve` that is the handoff queue (handoff.py); a test that wants the sessions at
 once composes a stage that assembles and keeps them.
 
+With the write-ahead log on (`wal`), each accepted request's frame number reaches the sessionizer
+with its items, each closing session becomes a `Claim` on the log that travels with it, and the
+idle sweep also trims the log (wal/durability.py).
+
 In the distributed layout the same pipeline runs split in two: a collector given a `router`
 decodes and routes (router.py), and the sessionizer role feeds what it consumes into
 `add_routed`, with the bus position each observation came from; a closed session's positions are
@@ -31,7 +35,9 @@ from turnwatch.collector.observations import RoutedObservation
 from turnwatch.collector.records import Context, LogView, Observation, SpanView
 from turnwatch.collector.router import ObservationRouter
 from turnwatch.collector.sampler import Sampler, SamplingSignals
-from turnwatch.collector.sessionizer import ClosedSession, Sessionizer, session_id_for
+from turnwatch.collector.session_keys import session_id_of_key
+from turnwatch.collector.sessionizer import TRACE_KEY_SOURCE, ClosedSession, Sessionizer
+from turnwatch.collector.wal.durability import Claim, Durability
 
 from turnwatch.bus.ledger import OffsetLedger, Position
 from turnwatch.schema import CloseReason, SamplingDecision, Session
@@ -39,6 +45,9 @@ from turnwatch.schema import CloseReason, SamplingDecision, Session
 log = logging.getLogger("turnwatch.collector")
 
 CAPPED_REASONS = frozenset({CloseReason.TURN_CAP, CloseReason.BYTE_CAP, CloseReason.EVICTED})
+TRACE_KEY_WARNING_SECONDS = 60.0
+"""At most one warning a minute about sessions keyed by trace id: naive instrumentation makes
+one per model call, and a log line per session would drown everything else."""
 
 
 @dataclass(slots=True)
@@ -47,14 +56,20 @@ class PendingSession:
 
     closed: ClosedSession
     decision: SamplingDecision
+    claim: Claim | None = None
+    """Its hold on the write-ahead log; released once the next stage is done with it."""
     held: list[Position] = field(default_factory=list)
     """Where its observations sit on the bus (sessionizer role), released once handed on."""
     ledger: OffsetLedger | None = None
 
     def settle(self) -> None:
-        """It has been handed on (or dropped): its observations may be committed."""
+        """The next stage is done with it (delivered, or dropped and counted): the log may trim
+        its frames and the bus commit its observations. Once only."""
+        if self.claim is not None:
+            self.claim.release()
         if self.ledger is not None:
             self.ledger.release(self.held)
+            self.held = []
 
     def superseded(self) -> bool:
         """A partition it came from moved to another member, which replays and publishes it."""
@@ -74,7 +89,10 @@ class PendingStage(Protocol):
 class SessionSink(Protocol):
     """A stage after assembly: receives whole sessions (de-identification plugs in here)."""
 
-    async def deliver(self, session: Session) -> None: ...
+    async def deliver(self, session: Session) -> asyncio.Future[None] | None:
+        """None once the stage has the session; or, while it is still working on it, the
+        future that finishes when it has (the write-ahead log and the bus hold it until then)."""
+        ...
 
 
 class LoggingSink:
@@ -98,7 +116,7 @@ class LoggingSink:
 class SessionBuilder:
     """Assembles a closed, sampled session into its wire record (off the request path).
 
-    `id_key` keys the session id (`session_id_for`): the deployment's session-id key."""
+    `id_key` keys the session id (`session_id_of_key`): the deployment's session-id key."""
 
     def __init__(self, service_fallback: str, metrics: CollectorMetrics, id_key: bytes) -> None:
         self.service_fallback = service_fallback
@@ -123,9 +141,9 @@ class SessionBuilder:
         # still validated, and consumers of the wire record still forbid unknown keys.
         session = Session.model_validate(
             dict(
-                session_id=session_id_for(state.key, self.id_key),
+                session_id=session_id_of_key(state.key, self.id_key),
                 revision=state.revision,
-                conversation_key=state.key,
+                conversation_key=state.conversation_key,
                 key_source=state.key_source,
                 service=state.service or self.service_fallback,
                 user_id=state.user_id,
@@ -166,12 +184,14 @@ class CollectorPipeline:
         metrics: CollectorMetrics,
         next_stage: PendingStage,
         clock: Callable[[], float] = time.monotonic,
+        wal: Durability | None = None,
         router: ObservationRouter | None = None,
         ledger: OffsetLedger | None = None,
     ) -> None:
         self.config = config
         self.metrics = metrics
         self.next_stage = next_stage
+        self.wal = wal
         self.router = router
         self.ledger = ledger
         markers = config.decoders.redaction_markers
@@ -190,18 +210,25 @@ class CollectorPipeline:
         self._closed_counter = functools.cache(metrics.sessions_closed.labels)
         self._sampled_counter = functools.cache(metrics.sessions_sampled.labels)
         self._event_sequence = 0
+        self._clock = clock
+        self._trace_keyed_warned_at: float | None = None
+        self._trace_keyed_unreported = 0
 
     def overloaded(self) -> bool:
         if self.router is not None and self.router.overloaded():
             return True
         return self.next_stage.overloaded()
 
-    def accept_spans(self, spans: list[SpanView]) -> int:
-        """Buffer decoded spans; return how many a dialect decoder failed on (rejected)."""
+    def accept_spans(self, spans: list[SpanView], source: int = 0) -> int:
+        """Buffer decoded spans (from write-ahead log frame `source`, if any); return how many a
+        dialect decoder failed on (rejected)."""
         failed = 0
         read_context = self.reader.read
         decoders = self.span_decoders
-        for span in spans:
+        sessionizer = self.sessionizer
+        sessionizer.source = source
+        for index, span in enumerate(spans):
+            sessionizer.source_index = index
             context = read_context(
                 span.attributes,
                 span.resource,
@@ -220,13 +247,18 @@ class CollectorPipeline:
             if observation is None and not (context.is_error or self.reader.has_identity(context)):
                 continue
             self._add(span.trace_id, context, observation, span.start_ns)
+        sessionizer.source = 0
         self._flush()
         return failed
 
-    def accept_logs(self, records: list[LogView]) -> int:
-        """Buffer decoded log records; return how many a decoder failed on (rejected)."""
+    def accept_logs(self, records: list[LogView], source: int = 0) -> int:
+        """Buffer decoded log records (from write-ahead log frame `source`, if any); return how
+        many a decoder failed on (rejected)."""
         failed = 0
-        for record in records:
+        sessionizer = self.sessionizer
+        sessionizer.source = source
+        for index, record in enumerate(records):
+            sessionizer.source_index = index
             context = self.reader.read(
                 record.attributes,
                 record.resource,
@@ -250,6 +282,7 @@ class CollectorPipeline:
                 self._event_sequence += 1
                 observation.event_sequence = self._event_sequence
             self._add(trace_id, context, observation, record.time_ns)
+        sessionizer.source = 0
         self._flush()
         return failed
 
@@ -290,14 +323,26 @@ class CollectorPipeline:
         opened_before = self.sessionizer.opened
         closed = self.sessionizer.add(trace_id, context, observation, time_ns, held)
         if self.sessionizer.opened != opened_before:
-            self.metrics.sessions_opened.inc()
+            self.metrics.sessions_opened.inc(self.sessionizer.opened - opened_before)
         for item in closed:
             self._emit(item)
 
     def sweep(self) -> None:
         for item in self.sessionizer.sweep():
             self._emit(item)
+        if self.wal is not None:
+            self._maintain_wal(self.wal)
         self._update_gauges()
+
+    def _maintain_wal(self, wal: Durability) -> None:
+        """Trim the log; past its high watermark, close the sessions holding its oldest segment,
+        as many as the next stage has room for (a full handoff queue would drop them)."""
+        for key in wal.maintain(self.sessionizer.open_sessions()):
+            if self.next_stage.overloaded():
+                break
+            for item in self.sessionizer.close_keys((key,), CloseReason.EVICTED):
+                wal.metrics.evicted.inc()
+                self._emit(item)
 
     def close_all(self) -> None:
         for item in self.sessionizer.close_all():
@@ -306,10 +351,17 @@ class CollectorPipeline:
 
     def _emit(self, closed: ClosedSession) -> None:
         state = closed.state
+        claim = None
+        if self.wal is not None:  # the sessionizer role (bus positions) runs no log of its own
+            claim = self.wal.claim(state)
+            if claim is None:
+                return  # rebuilt from the log, and all of it was on the bus before the restart
+        if state.key_source == TRACE_KEY_SOURCE:
+            self._trace_keyed(state.service)
         held, state.held = state.held, []
         self._closed_counter(closed.reason.value).inc()
         decision = self.sampler.decide(
-            state.key,
+            state.conversation_key,
             SamplingSignals(
                 error_spans=state.error_spans,
                 tool_errors=state.tool_errors,
@@ -317,11 +369,35 @@ class CollectorPipeline:
             ),
         )
         self._sampled_counter(decision.reason.value).inc()
-        pending = PendingSession(closed, decision, held, self.ledger)
+        pending = PendingSession(closed, decision, claim, held, self.ledger)
         if decision.sampled:
             self.next_stage.offer(pending)
         else:
-            pending.settle()  # nothing to publish: its observations are done with
+            pending.settle()  # nothing to publish: its log frames and observations are done with
+
+    def _trace_keyed(self, service: str | None) -> None:
+        """A trace that never named a conversation closed as a session of its own: count it
+        as opened now (the sessionizer counts only keyed conversations), and warn, rate
+        limited, since it usually means the chatbot sets no conversation id at all."""
+        self.metrics.sessions_opened.inc()
+        self.metrics.sessions_trace_keyed.inc()
+        self._trace_keyed_unreported += 1
+        now = self._clock()
+        last = self._trace_keyed_warned_at
+        if last is not None and now - last < TRACE_KEY_WARNING_SECONDS:
+            return
+        log.warning(
+            "sessions keyed by trace id: no span named a conversation id, so every trace is "
+            "a session of its own; set one of conversation_key.priority on the spans",
+            extra={
+                "reason": "no_conversation_key",
+                "sessions": self._trace_keyed_unreported,
+                "service": service or self.config.service_fallback,
+                "looked_for": self.reader.key_attributes,
+            },
+        )
+        self._trace_keyed_warned_at = now
+        self._trace_keyed_unreported = 0
 
     def _update_gauges(self) -> None:
         if self.router is not None:

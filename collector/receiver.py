@@ -1,5 +1,5 @@
-"""What the OTLP/HTTP and OTLP/gRPC receivers share: auth, admission, decoding off the event loop
-and ingest accounting.
+"""What the OTLP/HTTP and OTLP/gRPC receivers share: auth, admission, decoding off the event loop,
+durable acceptance and ingest accounting.
 
 Decompressing and decoding a request is CPU work that grows with the body (tens of milliseconds
 for a large request, seconds for a hostile one), so it runs in a small thread pool
@@ -8,6 +8,10 @@ pipeline's sweeper meanwhile. Only the decoding leaves the loop: the pipeline's 
 loop-confined, so what a request decoded is handed to the pipeline back on the loop. At most
 `otlp.max_concurrent_requests` requests are read and decoded at once, which bounds the memory
 that bodies and decoding take together; past it the answer is 503 / UNAVAILABLE.
+
+`ingest` is the one way a decoded request enters the pipeline. With the write-ahead log on, the
+inflated body is in the log before the pipeline sees it, and `ingest` returns only once the log's
+fsync policy holds, so a receiver answers 200 for nothing the log could still lose.
 """
 
 from __future__ import annotations
@@ -16,22 +20,21 @@ import asyncio
 import contextlib
 import hmac
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from turnwatch.collector.body import decompress
 from turnwatch.collector.config import OtlpConfig
 from turnwatch.collector.metrics import CollectorMetrics
-from turnwatch.collector.otlp_common import DecodeLimits, DecodeResult
+from turnwatch.collector.otlp_common import DecodeLimits, Decoder, DecodeResult
 from turnwatch.collector.pipeline import CollectorPipeline
-from turnwatch.collector.records import LogView, SpanView
+from turnwatch.collector.wal.requests import RequestBody
+from turnwatch.collector.wal.segments import WalFull, WalWriteFailed
 
 from turnwatch.logs import RateLimitedLog
 
 log = logging.getLogger("turnwatch.collector.receiver")
-
-Decoder = Callable[[bytes, DecodeLimits], DecodeResult]
 
 
 @dataclass(slots=True)
@@ -40,16 +43,38 @@ class IngestOutcome:
     message: str
 
 
+class NotAccepted(Exception):
+    """The request cannot be acknowledged now (503 / UNAVAILABLE; the client retries)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """A decoded request: the inflated body (what the write-ahead log keeps) and its items."""
+
+    body: bytes
+    result: DecodeResult
+
+
 def decode_body(
     decoder: Decoder, chunks: list[bytes], encoding: str, limits: DecodeLimits, inflated_cap: int
-) -> DecodeResult:
+) -> Decoded:
     """Join, decompress and decode one request body (run in the decoding threads). The chunk
     list is emptied as it is joined, so the request's raw bytes are freed once inflated."""
     data = b"".join(chunks)
     chunks.clear()
     body = decompress(data, encoding, inflated_cap)
     del data
-    return decoder(body, limits)
+    return Decoded(body, decoder(body, limits))
+
+
+def not_decoded(body: bytes, limits: DecodeLimits) -> DecodeResult:
+    """The decoder of a signal turnwatch does not use (metrics): the body is read and
+    decompressed within the same caps as any other, then dropped."""
+    return DecodeResult()
 
 
 class Receiver:
@@ -59,6 +84,7 @@ class Receiver:
         self.config = config
         self.pipeline = pipeline
         self.metrics = metrics
+        self.wal = pipeline.wal
         self.span_limits = DecodeLimits(
             config.max_attribute_bytes, config.max_spans_per_request, config.max_values_per_request
         )
@@ -82,8 +108,13 @@ class Receiver:
         token_ok = hmac.compare_digest(presented, self._expected)  # constant time, always run
         return scheme.lower() == "bearer" and token_ok
 
-    def overloaded(self) -> bool:
-        return self.pipeline.overloaded()
+    def overloaded(self) -> str | None:
+        """Why a request must be refused now (503 / UNAVAILABLE), or None: `wal_full` while the
+        write-ahead log refuses requests, `overloaded` while the pipeline is saturated."""
+        if self.wal is not None and self.wal.full:
+            self.wal.metrics.full.inc()
+            return "wal_full"
+        return "overloaded" if self.pipeline.overloaded() else None
 
     def saturated(self) -> bool:
         """True when `max_concurrent_requests` are being read or decoded already."""
@@ -105,7 +136,7 @@ class Receiver:
 
     async def decode(
         self, decoder: Decoder, chunks: list[bytes], encoding: str, signal: str
-    ) -> DecodeResult:
+    ) -> Decoded:
         """Decompress and decode off the event loop; raises what the decoder raises."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
@@ -125,19 +156,40 @@ class Receiver:
         self.reject(transport, reason)
         self.metrics.requests.labels(transport, signal, "rejected").inc()
 
+    def ignore_request(self, transport: str, signal: str) -> IngestOutcome:
+        """An export of a signal turnwatch does not use (metrics): answered, counted, dropped."""
+        self.metrics.requests.labels(transport, signal, "ignored").inc()
+        return IngestOutcome(rejected=0, message="")
+
     def reject(self, transport: str, reason: str) -> None:
         """A refusal before there was a request to answer (a connection closed, a header or
         body that never came): counted by reason, logged at most every few seconds."""
         self.metrics.request_rejections.labels(transport, reason).inc()
         self.warnings.warning("otlp request refused", reason, transport=transport)
 
-    def ingest_spans(self, transport: str, result: DecodeResult[SpanView]) -> IngestOutcome:
-        failed = self.pipeline.accept_spans(result.items)
-        return self._account(transport, "traces", failed, result)
-
-    def ingest_logs(self, transport: str, result: DecodeResult[LogView]) -> IngestOutcome:
-        failed = self.pipeline.accept_logs(result.items)
-        return self._account(transport, "logs", failed, result)
+    async def ingest(
+        self, transport: str, body: RequestBody, result: DecodeResult
+    ) -> IngestOutcome:
+        """Log the request (write-ahead log on), buffer its items, return once it is durable;
+        raise NotAccepted when the log is full or the disk refused the write or its fsync."""
+        seq = 0
+        if self.wal is not None and result.items:
+            try:
+                seq = self.wal.append(body.kind, body.data)
+            except WalFull:
+                raise NotAccepted("wal_full") from None
+            except WalWriteFailed:
+                raise NotAccepted("wal_write_failed") from None
+        if body.signal == "traces":
+            failed = self.pipeline.accept_spans(result.items, seq)
+        else:
+            failed = self.pipeline.accept_logs(result.items, seq)
+        if seq and self.wal is not None:
+            try:
+                await self.wal.durable(seq)
+            except WalWriteFailed:
+                raise NotAccepted("wal_write_failed") from None
+        return self._account(transport, body.signal, failed, result)
 
     def _account(
         self, transport: str, signal: str, failed: int, result: DecodeResult

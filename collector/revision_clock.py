@@ -17,8 +17,9 @@ class RevisionClock:
     number above every earlier one, so downstream deduplication by (session id, revision) never
     takes it for a redelivery. Values stay below 2**53 (exact as a JSON double) until 2248.
 
-    It relies on the wall clock not stepping back past the last close across a restart; within a
-    process it never goes back whatever the clock does.
+    It relies on the wall clock not stepping back past the last close across a restart (with
+    the write-ahead log on, replay moves it past every revision the log's done marks name);
+    within a process it never goes back whatever the clock does.
     """
 
     def __init__(self, wall_clock: Callable[[], float] = time.time) -> None:

@@ -20,16 +20,18 @@ front. Sizes are what the buffered objects really occupy (measured object sizes,
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from turnwatch.collector.config import SessionConfig
 from turnwatch.collector.records import Context, Observation, ObservationKind
+from turnwatch.collector.resent_history import HistoryTail, drop_resent_history
 from turnwatch.collector.revision_clock import RevisionClock
+from turnwatch.collector.session_keys import conversation_of_key, scoped_key
+from turnwatch.collector.wal.sources import Sources, merged_sources, note_source
 
 from turnwatch.lru import LRU
 from turnwatch.schema import CloseReason
@@ -38,31 +40,13 @@ TRACE_KEY_SOURCE = "trace_id"
 CAPPED = frozenset({CloseReason.TURN_CAP, CloseReason.BYTE_CAP, CloseReason.EVICTED})
 
 # Memory of the sessionizer's own records, measured with tracemalloc: an open session with its
-# maps and list, one more trace id in a session, one resent-history tail, and an entry of the
-# closed-key and trace-id maps (their strings included).
+# maps and list, one more trace id in a session, one more write-ahead log frame in a session's
+# sources, and an entry of the closed-key and trace-id maps (their strings included).
 SESSION_OVERHEAD = 1_100
 TRACE_OVERHEAD = 110
-TAIL_OVERHEAD = 100
+SOURCE_OVERHEAD = 150
 CLOSED_KEY_BYTES = 180
 TRACE_KEY_BYTES = 260
-
-
-def session_id_for(conversation_key: str, key: bytes) -> str:
-    """The session id of a conversation: a keyed BLAKE2b of its key, with the deployment's
-    session-id key (`turnwatch.collector.deid.secret.session_id_key`). Stable within a
-    deployment; without the key nobody can tell which conversation id a session id stands for."""
-    data = conversation_key.encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(data, digest_size=16, key=key).hexdigest()
-
-
-@dataclass(slots=True)
-class HistoryTail:
-    """The last model call of a channel and its whole input, for the next call to extend."""
-
-    observation: Observation
-    history: Any  # a str, list or dict: `object` breaks mypyc's dataclass annotations
-    extra_bytes: int
-    """What the whole input holds beyond the observation (which may keep only its new part)."""
 
 
 @dataclass(slots=True)
@@ -93,8 +77,14 @@ class OpenSession:
     dropped_spans: int = 0
     forced_attribute: str | None = None
     head_emitted: bool = False
+    sources: Sources = field(default_factory=dict)
+    """Write-ahead log frame -> [first, last] index of its items here (frames ascending)."""
     held: list[Any] = field(default_factory=list)
     """Where each observation came from on the bus (sessionizer role); empty otherwise."""
+
+    @property
+    def conversation_key(self) -> str:
+        return conversation_of_key(self.key)
 
     @property
     def estimated_turns(self) -> int:
@@ -167,7 +157,12 @@ class Sessionizer:
         self._max_trace_keys = 4 * config.max_open_sessions
         self.open_bytes = 0
         self.kept_bytes = 0
+        # Conversations opened under their own key. A bucket keyed by its trace id is not
+        # counted here: most merge into a keyed conversation once a span names it, and the
+        # caller counts the rest when they close as sessions of their own.
         self.opened = 0
+        self.source = 0  # the write-ahead log frame of the items being added (0: none)
+        self.source_index = 0  # the index of the item being added within that frame
 
     @property
     def open_count(self) -> int:
@@ -208,7 +203,8 @@ class Sessionizer:
             session = self._reopen(key, source, now)
             self._open[key] = session
             self.open_bytes += session.size
-            self.opened += 1
+            if source != TRACE_KEY_SOURCE:
+                self.opened += 1
         else:
             self._open.move_to_end(key)
         session.last_activity = now
@@ -239,6 +235,13 @@ class Sessionizer:
     def close_all(self) -> list[ClosedSession]:
         return [self._close(key, CloseReason.SHUTDOWN) for key in list(self._open)]
 
+    def close_keys(self, keys: Iterable[str], reason: CloseReason) -> list[ClosedSession]:
+        """Close the named open sessions now (the write-ahead log frees its oldest segment)."""
+        return [self._close(key, reason) for key in keys if key in self._open]
+
+    def open_sessions(self) -> Iterable[OpenSession]:
+        return self._open.values()
+
     def discard(self, drop: Callable[[OpenSession], bool]) -> int:
         """Forget open sessions without closing them (their observations are replayed to the
         member that owns them now); return how many."""
@@ -249,7 +252,7 @@ class Sessionizer:
 
     def _resolve_key(self, trace_id: str, context: Context) -> tuple[str, str]:
         if context.conversation_key:
-            key = context.conversation_key
+            key = scoped_key(context.service, context.conversation_key)
             mapped = self._trace_keys.get(trace_id)
             source = context.key_source or "attribute"
             if mapped != key:
@@ -286,6 +289,7 @@ class Sessionizer:
             target.opened_at = min(target.opened_at, pending.opened_at)
             self._open[key] = target
             self.open_bytes += target.size
+            self.opened += 1
         added = pending.size - SESSION_OVERHEAD
         target.observations.extend(pending.observations)
         target.held.extend(pending.held)
@@ -298,6 +302,8 @@ class Sessionizer:
                 target.tails[channel] = tail
         target.size += added
         self.open_bytes += added
+        if pending.sources:
+            target.sources = merged_sources(target.sources, pending.sources)
         target.model_calls += pending.model_calls
         target.error_spans += pending.error_spans
         target.tool_errors += pending.tool_errors
@@ -343,6 +349,8 @@ class Sessionizer:
         if trace_id not in session.trace_ids:
             session.trace_ids[trace_id] = None
             added += TRACE_OVERHEAD
+        if self.source and note_source(session.sources, self.source, self.source_index):
+            added += SOURCE_OVERHEAD
         if context.scope_name:
             session.scopes[context.scope_name] = None
         is_model_call = (
@@ -363,7 +371,7 @@ class Sessionizer:
             session.last_ns = max(session.last_ns, time_ns)
         if observation is not None:
             if observation.content is not None and observation.content.channel:
-                added += self._drop_resent_history(session, observation)
+                added += drop_resent_history(session.tails, observation)
             session.observations.append(observation)
             added += observation.size_bytes
             if observation.kind is ObservationKind.LLM_CALL:
@@ -374,31 +382,6 @@ class Sessionizer:
                 session.tool_errors += 1
         session.size += added
         return added
-
-    @staticmethod
-    def _drop_resent_history(session: OpenSession, observation: Observation) -> int:
-        """Keep only what a model call adds to the input of the channel's previous call (the
-        whole history that stateless chat APIs resend); return the bytes the tail changed by."""
-        content = observation.content
-        if content is None:
-            return 0
-        history = content.history()
-        if history is None:
-            return 0
-        tail = session.tails.get(content.channel)
-        held_before = content.held_bytes
-        previous = tail.observation.content if tail is not None else None
-        if content.drop_known(previous, tail.history if tail is not None else None):
-            observation.resends = tail.observation if tail is not None else None
-        observation.size_bytes += content.held_bytes - held_before
-        # A trimmed observation no longer holds its whole input: the tail does, until the next.
-        extra = content.history_bytes if observation.resends is not None else 0
-        if tail is None:
-            session.tails[content.channel] = HistoryTail(observation, history, extra)
-            return TAIL_OVERHEAD + extra
-        change = extra - tail.extra_bytes
-        tail.observation, tail.history, tail.extra_bytes = observation, history, extra
-        return change
 
     def _close(self, key: str, reason: CloseReason) -> ClosedSession:
         session = self._open.pop(key)

@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from turnwatch.exporters.gate.canary import CanaryConfig
 
 from turnwatch.drift import DriftConfig
 from turnwatch.section import Section
+
+
+class EvaluationEventsConfig(Section):
+    endpoint: str | None = Field(
+        default=None,
+        description="OTLP/HTTP logs URL (`http://collector:4318/v1/logs`) that receives each "
+        "result as a `gen_ai.evaluation.result` event; None = off.",
+    )
+    headers: dict[str, SecretStr] = Field(
+        default_factory=dict, description="Request headers (an API key); never logged."
+    )
+    timeout_seconds: float = Field(default=10.0, gt=0, le=60, description="Deadline per request.")
+    max_queued_events: int = Field(
+        default=10_000, gt=0, description="Events waiting to be sent; more are dropped, counted."
+    )
+    max_batch: int = Field(default=512, gt=0, le=10_000, description="Events per request.")
+    dedupe_entries: int = Field(
+        default=100_000, gt=0, description="(session, revision, part) remembered: sent once."
+    )
 
 
 class ExporterConfig(Section):
@@ -39,4 +58,5 @@ class ExporterConfig(Section):
         description="(session_id, revision) pairs remembered so a redelivery is counted once.",
     )
     drift: DriftConfig = Field(default_factory=DriftConfig)
+    evaluation_events: EvaluationEventsConfig = Field(default_factory=EvaluationEventsConfig)
     canary: CanaryConfig = Field(default_factory=CanaryConfig)

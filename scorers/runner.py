@@ -32,9 +32,10 @@ from turnwatch.scorers.checks.disclosure import OwnerIndex
 from turnwatch.scorers.config import ScorerConfig
 from turnwatch.scorers.contract import DEFAULT_CRITICAL
 from turnwatch.scorers.judge.backlog import Backlog
+from turnwatch.scorers.judge.base import REASONS
 from turnwatch.scorers.judge.evaluate import JudgeEvaluator
 from turnwatch.scorers.registry import ContractRegistry
-from turnwatch.scorers.scorer import Context, check_result, run_scorer
+from turnwatch.scorers.scorer import Context, check_result, run_scorer, unscored
 from turnwatch.scorers.summary import first_broken_transition, joint_success, slices
 
 from turnwatch.bus.records import INCIDENTS, SCORES, Output, Record, RecordTooLarge
@@ -56,6 +57,20 @@ Flag = Callable[[Session, ScoreRecord], list[str]]
 
 Publish = Callable[[str, str, Record], Awaitable[None]]
 """The bus's `publish(topic, key, record)`: returns once the record is safe."""
+
+
+def missing_content(session: Session) -> str | None:
+    """Why no scorer can judge this session, or None when it has text to judge.
+
+    Instrumentation without content capture (the official OpenTelemetry instrumentations'
+    default) sends model calls with timing and tokens but no messages: a check would find
+    nothing wrong and "pass", which says nothing. Its budgets are still measured.
+    """
+    if not session.turns:
+        return "the session has no turns"
+    if all(turn.text is None for turn in session.turns):
+        return REASONS["no_content"]
+    return None
 
 
 class Scorer:
@@ -93,11 +108,19 @@ class Scorer:
         waiting for the judge up to its session deadline."""
         ctx = self.context(session)
         record = self.record(ctx)
+        if missing_content(session) is not None:
+            return self.without_content(record)
         if not self.judge.wanted(ctx):
             return record
         judgement = await self.judge.judge_session(ctx)
         self.judge.telemetry.sessions.labels(judgement.ending).inc()
         return record.model_copy(update={"metrics": judgement.scores})
+
+    def without_content(self, record: ScoreRecord) -> ScoreRecord:
+        """A session without text: its judge metrics unscored too (its checks already are)."""
+        if not (self.judge.config.enabled and self.judge.metrics):
+            return record
+        return record.model_copy(update={"metrics": self.judge.unscored("no_content")})
 
     def record(self, ctx: Context) -> ScoreRecord:
         session, contract = ctx.session, ctx.contract
@@ -106,11 +129,12 @@ class Scorer:
         severity = contract.severity if contract is not None else {}
         by_level: dict[Level, list[CheckResult]] = {level: [] for level in Level}
         ordered = []
+        missing = missing_content(session)
         for spec in self.checks:
             chosen = severity.get(spec.name)  # type: ignore[call-overload]
             result = check_result(
                 spec.name,
-                run_scorer(spec, ctx),
+                unscored(missing) if missing is not None else run_scorer(spec, ctx),
                 spec.name in critical,
                 Severity(chosen) if chosen is not None else None,
             )
@@ -178,6 +202,8 @@ class ScoringProcessor:
             return self._outputs(session, await self.scorer.score_with_judge(session))
         ctx = self.scorer.context(session)
         record = self.scorer.record(ctx)
+        if missing_content(session) is not None:
+            return self._outputs(session, self.scorer.without_content(record))
         if not judge.wanted(ctx):
             return self._outputs(session, record)
         if self.backlog.full():

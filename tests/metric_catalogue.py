@@ -7,6 +7,8 @@ from prometheus_client import CollectorRegistry
 from turnwatch.collector.deid.config import DeidConfig
 from turnwatch.collector.deid.metrics import DeidMetrics
 from turnwatch.collector.metrics import CollectorMetrics
+from turnwatch.collector.wal.metrics import WalMetrics
+from turnwatch.exporters.evaluation_events import EvaluationMetrics
 from turnwatch.exporters.gate.canary import CanaryMetrics
 from turnwatch.exporters.regressions.metrics import RegressionMetrics
 from turnwatch.exporters.score_metrics import ScoreMetrics
@@ -20,6 +22,7 @@ from turnwatch.bus.metrics import BusMetrics
 def full_registry() -> CollectorRegistry:
     registry = CollectorRegistry()
     CollectorMetrics(registry)
+    WalMetrics(registry)
     DeidMetrics(registry, DeidConfig().all_entities())
     BusMetrics(registry)
     JudgeTelemetry(registry)
@@ -29,4 +32,5 @@ def full_registry() -> CollectorRegistry:
     CanaryMetrics(registry)
     SessionStoreMetrics(registry)
     AgreementMetrics(registry)
+    EvaluationMetrics(registry)
     return registry

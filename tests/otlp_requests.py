@@ -97,7 +97,11 @@ def chat_span(
     )
 
 
-def trace_request(spans: list[Span], service: str = "errors-bot") -> ExportTraceServiceRequest:
+DEFAULT_SERVICE = "errors-bot"
+"""The service requests name unless told otherwise (session ids are scoped by it)."""
+
+
+def trace_request(spans: list[Span], service: str = DEFAULT_SERVICE) -> ExportTraceServiceRequest:
     return ExportTraceServiceRequest(
         resource_spans=[
             ResourceSpans(
@@ -108,7 +112,9 @@ def trace_request(spans: list[Span], service: str = "errors-bot") -> ExportTrace
     )
 
 
-def logs_request(records: list[LogRecord], service: str = "errors-bot") -> ExportLogsServiceRequest:
+def logs_request(
+    records: list[LogRecord], service: str = DEFAULT_SERVICE
+) -> ExportLogsServiceRequest:
     return ExportLogsServiceRequest(
         resource_logs=[
             ResourceLogs(

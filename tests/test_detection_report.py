@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from turnwatch.collector.deid.secret import session_id_key
-from turnwatch.collector.sessionizer import session_id_for
+from turnwatch.collector.session_keys import session_id_for
 
 from benchmarks.corpus.generate import main as generate_main
 from benchmarks.detection import main as detection_main
@@ -102,17 +102,32 @@ def test_a_label_without_a_deterministic_check_is_read_from_the_judge_metric():
 
 def test_score_records_match_their_conversation_only_with_the_same_turns():
     corpus = [
-        {"conversation_id": "a", "turns": [{}] * 4},
-        {"conversation_id": "b", "turns": [{}] * 6},
-        {"conversation_id": "c", "turns": [{}] * 4},
+        {"conversation_id": key, "turns": [{}] * turns, "emission": {"service": "shop-bot"}}
+        for key, turns in [("a", 4), ("b", 6), ("c", 4)]
     ]
     secret = "detection-secret-0123456789"
     key = session_id_key(secret.encode())
     scores = [
-        {"session_id": session_id_for("a", key), "revision": 1, "budgets": {"turns": 2}},
-        {"session_id": session_id_for("a", key), "revision": 2, "budgets": {"turns": 4}},
-        {"session_id": session_id_for("b", key), "revision": 1, "budgets": {"turns": 5}},
-        {"session_id": session_id_for("zzz", key), "revision": 1, "budgets": {"turns": 5}},
+        {
+            "session_id": session_id_for("shop-bot", "a", key),
+            "revision": 1,
+            "budgets": {"turns": 2},
+        },
+        {
+            "session_id": session_id_for("shop-bot", "a", key),
+            "revision": 2,
+            "budgets": {"turns": 4},
+        },
+        {
+            "session_id": session_id_for("shop-bot", "b", key),
+            "revision": 1,
+            "budgets": {"turns": 5},
+        },
+        {
+            "session_id": session_id_for("shop-bot", "zzz", key),
+            "revision": 1,
+            "budgets": {"turns": 5},
+        },
     ]
     # Under another deployment's key the same conversations are other sessions.
     assert match(corpus, scores, "another-secret-0123456789")[0] == []

@@ -51,10 +51,21 @@ def test_every_metric_is_documented():
     assert missing == set()
 
 
-def test_ci_runs_the_readme_test_command():
-    command = re.search(r"```sh\n(python -m pip install -e '\.\[test\]'.*)\n```", README)
-    assert command is not None
-    assert command.group(1) in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+def test_ci_runs_the_readme_test_command_and_nothing_else():
+    """`.ci/run` runs the README's test block line for line: no step the README does not show."""
+    [block] = [
+        block
+        for block in re.findall(r"```sh\n(.*?)```", README, flags=re.DOTALL)
+        if "pip install -e '.[test]'" in block
+    ]
+    readme_lines = block.strip().splitlines()
+    # The shell set-up around the commands is no step of its own: strict mode, the clone's
+    # root, apt without questions.
+    set_up = ("#", "set -euo pipefail", 'cd "$(dirname "$0")/.."', "export DEBIAN_FRONTEND=")
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    ci_lines = [line for line in script if line.strip() and not line.startswith(set_up)]
+    assert ci_lines == readme_lines
+    assert readme_lines[-1] == "python -m pip install -e '.[test]' && python -m pytest"
 
 
 def _readme_commands() -> list[str]:
@@ -106,3 +117,15 @@ def test_readme_config_example_is_valid(tmp_path, block):
     path = tmp_path / "turnwatch.yaml"
     path.write_text(block, encoding="utf-8")
     load_settings(path)
+
+
+def test_help_says_what_turnwatch_is_and_where_to_start(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        _parser().parse_args(["--help"])
+    shown = capsys.readouterr().out
+    assert exit_info.value.code == 0
+    assert "rebuilds each conversation" in shown and "4318" in shown and "9464" in shown
+    for command in ("serve", "demo", "regressions"):
+        assert re.search(rf"^\s+turnwatch {command}\b|^\s+{command}\b", shown, re.MULTILINE), (
+            command
+        )

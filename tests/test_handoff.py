@@ -13,6 +13,7 @@ from turnwatch.collector.pipeline import PendingSession, SessionBuilder
 from tests.conftest import CapturingSink, make_settings
 from tests.stages import assembling_pipeline
 from tests.test_sessionizer import exchange
+from turnwatch.bus.ledger import OffsetLedger, Position
 from turnwatch.schema import Session
 
 SETTINGS = make_settings()
@@ -26,6 +27,11 @@ def closed_sessions(count: int) -> list[PendingSession]:
     pipeline.close_all()
     assert len(built.pending) == count
     return built.pending
+
+
+def keys(pending: list[PendingSession]) -> list[str]:
+    """The conversation keys as the chatbot named them (the state key is scoped by service)."""
+    return [item.closed.state.conversation_key for item in pending]
 
 
 class Harness:
@@ -85,7 +91,7 @@ async def test_sessions_are_delivered_in_order_and_counted():
     for item in pending:
         harness.handoff.offer(item)
     await harness.run_until_drained()
-    assert [s.conversation_key for s in sink.sessions] == [p.closed.state.key for p in pending]
+    assert [s.conversation_key for s in sink.sessions] == keys(pending)
     assert harness.delivered() == 3
 
 
@@ -101,28 +107,93 @@ async def test_a_full_queue_drops_the_newest_and_overload_starts_at_the_watermar
         harness.handoff.offer(item)
     assert harness.dropped("queue_full") == 1
     await harness.run_until_drained()
-    assert [s.conversation_key for s in sink.sessions] == [p.closed.state.key for p in pending[:4]]
+    assert [s.conversation_key for s in sink.sessions] == keys(pending[:4])
 
 
 async def test_an_assembly_or_delivery_failure_costs_that_session_only():
     first, second, third = closed_sessions(3)
-    sink = RefusingSink(refuse=third.closed.state.key)
+    sink = RefusingSink(refuse=third.closed.state.conversation_key)
     harness = Harness(sink, fail_on=frozenset({first.closed.state.key}))
     for item in (first, second, third):
         harness.handoff.offer(item)
     await harness.run_until_drained()
-    assert [s.conversation_key for s in sink.sessions] == [second.closed.state.key]
+    assert [s.conversation_key for s in sink.sessions] == [second.closed.state.conversation_key]
     assert harness.dropped("assembly_error") == 1
     assert harness.dropped("sink_error") == 1
     assert harness.delivered() == 1
 
 
+class StuckSink(CapturingSink):
+    """A next stage that takes the first session and never returns (a full bus, say)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = asyncio.Event()
+
+    async def deliver(self, session: Session) -> None:
+        self.entered.set()
+        await asyncio.Event().wait()
+
+
 async def test_sessions_still_queued_when_a_drain_runs_out_are_counted_lost():
     pending = closed_sessions(3)
-    harness = Harness(CapturingSink())
+    sink = StuckSink()
+    harness = Harness(sink)
     for item in pending:
         harness.handoff.offer(item)
-    # Nothing runs the queue: one session would be in delivery, the other two behind it.
-    harness.handoff.queue.get_nowait()
-    assert harness.handoff.count_lost() == 3
+    task = asyncio.create_task(harness.handoff.run())
+    await asyncio.wait_for(sink.entered.wait(), 5)  # one in delivery, two behind it
+    stranded = harness.handoff.strand()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert (stranded.lost, stranded.kept) == (3, 0)
     assert harness.dropped("shutdown") == 3
+    assert harness.handoff.queue.empty()
+
+
+class InFlightSink(CapturingSink):
+    """A next stage that takes each session and finishes it later (de-identification worker
+    processes): `deliver` returns the future that finishes once the session is handed on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_flight: list[asyncio.Future[None]] = []
+
+    async def deliver(self, session: Session) -> asyncio.Future[None]:
+        await super().deliver(session)
+        self.in_flight.append(asyncio.get_running_loop().create_future())
+        return self.in_flight[-1]
+
+
+def held_on_the_bus(pending: list[PendingSession]) -> OffsetLedger:
+    """Each session holds one observation on the bus, as the sessionizer role's sessions do."""
+    ledger = OffsetLedger()
+    ledger.assign([("observations", 0)])
+    for offset, item in enumerate(pending):
+        position = Position("observations", 0, offset)
+        ledger.hold(position)
+        item.ledger, item.held = ledger, [position]
+    return ledger
+
+
+async def test_a_session_still_in_flight_in_the_next_stage_keeps_its_hold_until_it_is_handed_on():
+    pending = closed_sessions(3)
+    ledger = held_on_the_bus(pending)
+    sink = InFlightSink()
+    harness = Harness(sink)
+    for item in pending:
+        harness.handoff.offer(item)
+    await harness.run_until_drained()
+    assert len(sink.in_flight) == 3
+    assert ledger.held() == 3
+    assert harness.delivered() == 0
+
+    delivered, failed, stopped = sink.in_flight
+    delivered.set_result(None)
+    failed.set_exception(RuntimeError("bus down"))
+    stopped.cancel()  # a shutdown that stops it before the bus has it
+    await asyncio.sleep(0)  # done callbacks run on the next turn of the loop
+    assert harness.delivered() == 1
+    assert harness.dropped("sink_error") == 1
+    assert ledger.held() == 1
+    assert ledger.committable("observations", 0, 3) == 2

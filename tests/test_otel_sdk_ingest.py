@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import pytest
+from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
+    OTLPMetricExporter as GrpcMetricExporter,
+)
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
+    OTLPMetricExporter as HttpMetricExporter,
+)
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricExportResult
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.otel_chatbot import SUPPORT_EXCHANGES, SYSTEM_PROMPT, provider_with, run_conversation
+from tests.otlp_requests import LOOPBACK
 from turnwatch.schema import Role
 
 
@@ -56,3 +67,33 @@ def test_multi_turn_conversation_with_tools_is_rebuilt_turn_by_turn(running, tra
     assert answer.model == "gpt-4o-mini" and answer.finish_reason == "stop"
     assert [t.index for t in session.turns] == list(range(8))
     assert session.sampling.sampled and session.sampling.reason.value == "rate"
+
+
+def _otlp_requests(running, signal: str) -> dict[tuple[str, str], float]:
+    text = LOOPBACK.get(f"{running.ops_url}/metrics", timeout=10).text
+    return {
+        (sample.labels["transport"], sample.labels["outcome"]): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "turnwatch_otlp_requests_total" and sample.labels["signal"] == signal
+    }
+
+
+def test_metric_exports_are_answered_and_counted_not_used(running):
+    """SDKs that export metrics beside traces (traceloop-sdk) get a success, not a 404."""
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(
+        metric_readers=[reader], resource=Resource.create({"service.name": "metrics-bot"})
+    )
+    provider.get_meter("metrics-bot").create_counter("chat.requests").add(3)
+    data = reader.get_metrics_data()
+    for exporter in (
+        HttpMetricExporter(endpoint=f"{running.http_url}/v1/metrics"),
+        GrpcMetricExporter(endpoint=running.grpc_endpoint, insecure=True),
+    ):
+        assert exporter.export(data) is MetricExportResult.SUCCESS
+        exporter.shutdown()
+    provider.shutdown()
+
+    assert _otlp_requests(running, "metrics") == {("http", "ignored"): 1, ("grpc", "ignored"): 1}
+    assert not any(s.service == "metrics-bot" for s in running.sink.sessions)

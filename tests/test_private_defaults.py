@@ -1,5 +1,6 @@
 """Private by default: production mode refuses exposed listeners without tokens, tokens come
-from files, and the spool, quarantine, key and case files are 0600 in 0700 directories."""
+from files, and the spool, write-ahead log, quarantine, key and case files are 0600 in 0700
+directories."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from turnwatch.collector.deid.config import DeidConfig
 from turnwatch.collector.deid.quarantine import QuarantineStore
 from turnwatch.collector.deid.secret import load_secret
+from turnwatch.collector.wal.segments import Kind, SegmentLog
 from turnwatch.exporters.regressions.config import RegressionConfig
 
 from turnwatch.app.exposure import ExposureError, check_collector, check_exporter, is_loopback
@@ -119,6 +121,18 @@ def test_spool_files_are_owner_only(tmp_path):
     finally:
         os.umask(old)
     assert {path.name for path in (tmp_path / "data" / "spool").iterdir()} >= {"lock", "cursor"}
+    assert_private(tmp_path / "data")
+
+
+def test_write_ahead_log_files_are_owner_only(tmp_path):
+    old = os.umask(0o022)
+    try:
+        wal = SegmentLog(tmp_path / "data" / "wal", bytes(32), 1 << 16, 1 << 20, sync=False)
+        wal.append(Kind.TRACES_PROTOBUF, b"a raw request")
+        wal.close()
+    finally:
+        os.umask(old)
+    assert {path.suffix for path in (tmp_path / "data" / "wal").iterdir()} == {"", ".wal"}
     assert_private(tmp_path / "data")
 
 

@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.pipeline import PendingSession, SessionBuilder
 from turnwatch.collector.records import SpanView
+from turnwatch.collector.session_keys import scoped_key
 from turnwatch.collector.sessionizer import ClosedSession, OpenSession
 
 from tests.conversations import (
@@ -49,7 +50,7 @@ def reference(spans: list[SpanView]) -> Session:
     settings = load_settings(None, {})
     pipeline, _ = assembling_pipeline(settings.collector, CollectorMetrics(CollectorRegistry()))
     state = OpenSession(
-        key=spans[0].attributes["session.id"],
+        key=scoped_key("long-chat-bot", spans[0].attributes["session.id"]),
         key_source="session.id",
         opened_at=0.0,
         last_activity=0.0,

@@ -93,7 +93,9 @@ def test_accepted_connections_send_small_answers_without_delay():
                 sock = transport.get_extra_info("socket")
                 connected.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
 
-        server = await loop.create_server(Probe, sock=bind("127.0.0.1", 0))
+        server = await loop.create_server(
+            Probe, sock=bind("127.0.0.1", 0, "the probe", "--ops-port")
+        )
         port = server.sockets[0].getsockname()[1]
         _reader, writer = await asyncio.open_connection("127.0.0.1", port)
         try:

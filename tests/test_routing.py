@@ -9,6 +9,7 @@ import dataclasses
 
 import orjson
 import pytest
+from kafka.structs import OffsetAndMetadata, TopicPartition
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from prometheus_client import CollectorRegistry
 from turnwatch.collector.config import CollectorConfig
@@ -45,8 +46,11 @@ from tests.stages import AssembledAtOnce
 from turnwatch.app.cli import main
 from turnwatch.app.context import ServiceContext
 from turnwatch.app.roles import build_roles
+from turnwatch.app.settings import ConfigError
 from turnwatch.bus.config import BusConfig
 from turnwatch.bus.embedded import EmbeddedBus
+from turnwatch.bus.kafka import KafkaBus
+from turnwatch.bus.kafka_consumer import ConsumerWorker
 from turnwatch.bus.ledger import OffsetLedger, Position
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.records import OBSERVATIONS, ObservationRecord
@@ -179,6 +183,31 @@ def test_the_ledger_commits_below_the_oldest_held_record_and_forgets_revoked_par
     assert ledger.committable("t", 0, 12) == 9
     with pytest.raises(RuntimeError):
         ledger.in_hand()
+
+
+def test_a_partition_that_comes_straight_back_commits_what_its_sessions_release_later():
+    ledger = OffsetLedger()
+    # The rebalance callbacks alone: a bus that is never started, no spool, no consumer.
+    bus = KafkaBus(
+        BusConfig(kafka={"bootstrap": "127.0.0.1:9"}), BusMetrics(CollectorRegistry()), None
+    )
+    worker = ConsumerWorker(bus, ["t"], "g", None, None, ledger)
+    kept, moved = TopicPartition("t", 0), TopicPartition("t", 1)
+    worker.on_partitions_assigned([kept, moved])
+    worker._done.update({kept: 8, moved: 4})  # what the poll loop records as it processes
+    held = Position("t", 0, 5)
+    ledger.hold(held)
+    # An eager rebalance: both revoked, only partition 0 comes straight back (fetch position
+    # kept, so nothing of it is fetched again); its session is published afterwards.
+    worker.on_partitions_revoked([kept, moved])
+    worker.on_partitions_assigned([kept])
+    assert worker._pending({kept}) == {kept: OffsetAndMetadata(5, "", -1)}
+    ledger.release([held])
+    assert worker._pending({kept}) == {kept: OffsetAndMetadata(8, "", -1)}
+    # Partition 1 moved away: if it returns, it is fetched from its committed offset again.
+    worker.on_partitions_revoked([kept])
+    worker.on_partitions_assigned([kept, moved])
+    assert worker._pending({moved}) == {}
 
 
 class Member:
@@ -352,12 +381,16 @@ def test_partitions_that_move_away_take_their_buffered_sessions_with_them():
     assert [s.conversation_key for s in member.built.sessions] == ["conv-b"]
 
 
+def _with_kafka(settings):
+    kafka = settings.bus.kafka.model_copy(update={"bootstrap": "127.0.0.1:9"})
+    return settings.model_copy(update={"bus": settings.bus.model_copy(update={"kafka": kafka})})
+
+
 def test_the_distributed_roles_refuse_to_start_without_kafka_or_a_shared_secret(tmp_path):
     routed = make_settings(**{"routing.mode": "route", "data_dir": str(tmp_path)})
     with pytest.raises(ValueError, match="needs Kafka"):
         build_roles(ServiceContext(routed), "collector")
-    kafka = routed.bus.kafka.model_copy(update={"bootstrap": "127.0.0.1:9"})
-    with_kafka = routed.model_copy(update={"bus": routed.bus.model_copy(update={"kafka": kafka})})
+    with_kafka = _with_kafka(routed)
     with pytest.raises(SecretError, match="share one key"):
         build_roles(ServiceContext(with_kafka), "collector")
 
@@ -367,6 +400,17 @@ def test_the_distributed_roles_refuse_to_start_without_kafka_or_a_shared_secret(
 
     with pytest.raises(ValueError, match="need Kafka"):
         asyncio.run(consume())
+
+
+def test_a_routing_collector_refuses_the_write_ahead_log(tmp_path):
+    # It builds no sessions, so no claim would hold a frame until the bus has its observations.
+    routed = make_settings(
+        **{"routing.mode": "route", "wal.enabled": True, "data_dir": str(tmp_path)}
+    )
+    with_kafka = _with_kafka(routed)
+    with pytest.raises(ConfigError, match=r"wal\.enabled needs routing\.mode: sessionize"):
+        build_roles(ServiceContext(with_kafka), "collector")
+    assert not (tmp_path / "wal").exists()  # refused before the log was opened
 
 
 def test_the_cli_says_what_the_distributed_roles_miss(tmp_path, capsys, monkeypatch):

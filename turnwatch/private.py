@@ -1,5 +1,5 @@
-"""Files that hold conversations or keys (spool, quarantine, pseudonym key, regression cases)
-are owner-only: 0600 files in 0700 directories, whatever the process umask."""
+"""Files that hold conversations or keys (spool, write-ahead log, quarantine, pseudonym key,
+regression cases) are owner-only: 0600 files in 0700 directories, whatever the process umask."""
 
 from __future__ import annotations
 

@@ -144,12 +144,13 @@ def stored_pairs(store: Any, records: list[dict[str, Any]], match: Any, secret: 
     the corpus's turns, matched the way the detection benchmark matches them; `secret` is the
     server's `deid.secret`, which keys the session ids."""
     from turnwatch.collector.deid.secret import session_id_key
-    from turnwatch.collector.sessionizer import session_id_for
+    from turnwatch.collector.session_keys import session_id_for
 
     id_key = session_id_key(secret.encode())
     scores = []
     for record in records:
-        stored = store.get(session_id_for(record["conversation_id"], id_key))
+        service = record["emission"]["service"]
+        stored = store.get(session_id_for(service, record["conversation_id"], id_key))
         if stored is not None and stored.score is not None:
             scores.append(stored.score.model_dump(mode="json"))
     pairs, _problems = match(records, scores, secret)

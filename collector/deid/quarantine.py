@@ -8,20 +8,18 @@ only dropped and counted.
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import os
 from pathlib import Path
 
 from cryptography.fernet import Fernet
+from turnwatch.collector.deid.secret import derived_key
 
 from turnwatch.private import private_directory
 from turnwatch.schema import Session
 
 
 def quarantine_key(secret: bytes) -> bytes:
-    digest = hmac.new(secret, b"turnwatch.deid.quarantine", hashlib.sha256).digest()
-    return base64.urlsafe_b64encode(digest)
+    return base64.urlsafe_b64encode(derived_key(secret, "quarantine"))
 
 
 class QuarantineStore:

@@ -22,7 +22,8 @@ MIN_SECRET_BYTES = 16
 
 
 def derived_key(secret: bytes, purpose: str) -> bytes:
-    """A 32-byte key for one purpose: tokens, cache keys and ids never share a key."""
+    """A 32-byte key for one purpose: tokens, cache keys, ids, the quarantine and the write-ahead
+    log never share a key, and none of them is the secret itself."""
     return hashlib.sha256(f"turnwatch.deid.{purpose}\x00".encode() + secret).digest()
 
 

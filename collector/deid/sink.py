@@ -3,10 +3,11 @@
 With one worker (a thread) `deliver` returns once the session is de-identified and handed on.
 With worker processes up to two sessions per worker are in flight (a session's worker is fixed
 by its id, so with one each, two sessions of one worker would leave another idle): `deliver`
-returns once its session is submitted and waits only when that many are in flight, so
-back-pressure still reaches the handoff queue and, through it, the receivers (503). Sessions of
-one session id are handed on in the order they arrived; `flush` waits for everything in flight
-(shutdown).
+returns once its session is submitted (with the task that hands it on, so the handoff keeps the
+session's write-ahead log claim and bus positions until then) and waits only when that many are
+in flight, so back-pressure still reaches the handoff queue and, through it, the receivers (503).
+Sessions of one session id are handed on in the order they arrived; `flush` waits for everything
+in flight (shutdown).
 """
 
 from __future__ import annotations
@@ -48,10 +49,10 @@ class DeidentifyingSink:
         self._slots: asyncio.Semaphore | None = None
         self._in_flight: dict[str, asyncio.Task[None]] = {}
 
-    async def deliver(self, session: Session) -> None:
+    async def deliver(self, session: Session) -> asyncio.Future[None] | None:
         if self.workers.size == 1:
             await self._process(session, None)
-            return
+            return None
         if self._slots is None:
             self._slots = asyncio.Semaphore(IN_FLIGHT_PER_WORKER * self.workers.size)
         await self._slots.acquire()
@@ -59,6 +60,7 @@ class DeidentifyingSink:
         task = asyncio.create_task(self._process(session, before))
         self._in_flight[session.session_id] = task
         task.add_done_callback(lambda done: self._done(session.session_id, done))
+        return task
 
     def _done(self, session_id: str, task: asyncio.Task[None]) -> None:
         assert self._slots is not None

@@ -16,12 +16,14 @@ from turnwatch.collector.dialects.genai_events import (
 )
 from turnwatch.collector.dialects.openinference import OpenInferenceDecoder
 from turnwatch.collector.dialects.openllmetry import OpenLLMetryDecoder
+from turnwatch.collector.dialects.vercel_ai import VercelAIDecoder
 
 SPAN_DECODERS: dict[str, type[SpanDecoder]] = {
     "genai": GenAISpanDecoder,
     "genai_events": GenAISpanEventDecoder,
     "openinference": OpenInferenceDecoder,
     "openllmetry": OpenLLMetryDecoder,
+    "vercel_ai": VercelAIDecoder,
 }
 
 LOG_DECODERS: dict[str, type[LogDecoder]] = {

@@ -64,7 +64,7 @@ def _lacks_content(body: dict[str, Any]) -> bool:
     """
     message = body.get("message")
     inner = message if isinstance(message, dict) else body
-    return inner.get("content") is None and not inner.get("tool_calls")
+    return inner.get("content") is None and not (inner.get("tool_calls") or body.get("tool_calls"))
 
 
 def _reasons(truncated: bool, lacks_content: bool) -> list[str]:
@@ -95,12 +95,15 @@ def message_from_event(
         inner = _object(body.get("message"))
         text, redacted = text_or_marker(inner.get("content"), markers)
         finish = body.get("finish_reason")
+        # The conventions put the calls in `message.tool_calls`; OpenLLMetry's event mode puts
+        # them beside `message`, in the choice itself.
+        calls = inner.get("tool_calls") or body.get("tool_calls")
         return (
             Message(
                 role="assistant",
                 text=text,
                 redacted=redacted,
-                tool_calls=_tool_calls(inner.get("tool_calls")),
+                tool_calls=_tool_calls(calls),
                 finish_reason=finish if isinstance(finish, str) else None,
             ),
             True,
@@ -110,7 +113,7 @@ def message_from_event(
         return None
     text, redacted = text_or_marker(body.get("content"), markers)
     if role == "tool":
-        call_id = body.get("id")
+        call_id = body.get("id") or body.get("tool_call_id")
         return (
             Message(
                 role="tool",

@@ -1,7 +1,12 @@
 """OpenInference (Arize Phoenix): flattened `llm.input_messages.{i}.message.*` attributes.
 
 TOOL spans (`openinference.span.kind=TOOL`) carry `tool.name`, `tool.id` (or `tool_call.id`),
-`input.value` (the arguments) and `output.value` (the result).
+`input.value` (the arguments) and `output.value` (the result). The LangChain instrumentation
+sets no `tool.id`: its `output.value` is the serialised `ToolMessage`, whose `tool_call_id` joins
+the execution to its call and whose `content` is the result.
+
+Only LLM spans (or spans of no kind) are model calls: LangChain's CHAIN spans (the LangGraph run,
+each graph node) carry partial `llm.input_messages` copies of the state that are not calls.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from turnwatch.collector.dialects.base import (
     SpanDecoder,
     first_int,
     first_str,
+    maybe_json,
     normalise_role,
     text_or_marker,
     tool_call_part,
@@ -60,6 +66,16 @@ def _messages(
 
 
 MESSAGE_PREFIXES = ("llm.input_messages.", "llm.output_messages.")
+CALL_KINDS = frozenset({None, "LLM"})
+
+
+def _tool_message(output: Any) -> dict[str, Any] | None:
+    """LangChain's serialised `ToolMessage` (`{"type": "tool", "data": {...}}`), if it is one."""
+    value = maybe_json(output)
+    if not isinstance(value, dict) or value.get("type") != "tool":
+        return None
+    data = value.get("data")
+    return data if isinstance(data, dict) else None
 
 
 class OpenInferenceDecoder(SpanDecoder):
@@ -72,16 +88,22 @@ class OpenInferenceDecoder(SpanDecoder):
             error = None
             if span.status_code == STATUS_ERROR:
                 error = first_str(attributes, "exception.type", "error.type") or "error"
+            result = attributes.get("output.value")
+            call_id = first_str(attributes, "tool.id", "tool_call.id")
+            message = _tool_message(result)
+            if message is not None:
+                result = message.get("content")
+                call_id = call_id or first_str(message, "tool_call_id")
             return tool_execution(
                 span,
                 self.name,
-                call_id=first_str(attributes, "tool.id", "tool_call.id"),
+                call_id=call_id,
                 name=first_str(attributes, "tool.name") or span.name or "unknown",
                 arguments=attributes.get("input.value"),
-                result=attributes.get("output.value"),
+                result=result,
                 error=error,
             )
-        if not has_prefix(attributes, *MESSAGE_PREFIXES):
+        if kind not in CALL_KINDS or not has_prefix(attributes, *MESSAGE_PREFIXES):
             return None
         usage = (
             first_str(attributes, "llm.provider", "llm.system"),

@@ -39,6 +39,7 @@ REASONS = {
     "session_deadline": "judging the session took longer than its deadline",
     "shutdown": "the scorer stopped before the judge answered",
     "backlog_full": "too many sessions waiting for the judge",
+    "no_content": "no message content in the session (instrumentation without content capture?)",
 }
 ANSWER_ERRORS = frozenset({"incomplete_verdict"})
 """Unscored reasons a metric finds in answers the judge accepted (counted as judge errors)."""

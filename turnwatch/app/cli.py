@@ -1,4 +1,7 @@
-"""The `turnwatch` command."""
+"""turnwatch watches a chatbot in production: it receives the OpenTelemetry spans the chatbot's
+instrumentation already sends (OTLP on 4318 HTTP and 4317 gRPC), rebuilds each conversation,
+de-identifies it, scores it with deterministic checks and judge metrics, and exports Prometheus
+metrics (ops port 9464, /metrics) and regression cases."""
 
 from __future__ import annotations
 
@@ -21,13 +24,28 @@ from turnwatch.app.settings import ConfigError, Settings, load_settings
 from turnwatch.logs import configure_logging
 from turnwatch.scorers.registry import ContractError
 
+EPILOG = """\
+start here:
+  turnwatch demo                  serve plus a simulated chatbot; prints where to look
+  turnwatch serve                 point OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 at it
+  turnwatch COMMAND --help        the options of one command
+"""
+
 if TYPE_CHECKING:
     from turnwatch.app.roles import Role
     from turnwatch.app.serve import Service
 
+EXIT_DROPPED_AT_SHUTDOWN = 3
+"""`turnwatch serve` stopped, but dropped accepted sessions or bus records on the way out."""
+
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="turnwatch", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="turnwatch",
+        description=__doc__,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "--version", action="version", version=f"turnwatch {__version__} ({collector.BUILD})"
     )
@@ -135,28 +153,41 @@ def _serve_until_signalled(settings: Settings, role: Role) -> int:
     from turnwatch.bus.spool import SpoolLocked
     from turnwatch.collector.deid.engine import ModelMissingError
     from turnwatch.collector.deid.secret import SecretError
+    from turnwatch.collector.wal.segments import WalLocked
 
-    async def main() -> None:
+    async def main() -> int:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
-        await serve(settings, stop, on_started=_announcer(settings, role), role=role)
+        return await serve(settings, stop, on_started=_announcer(settings, role), role=role)
 
     # Whatever a stage writes (spool, write-ahead log, quarantine, cases) is created owner-only,
     # even by code that does not ask for a mode.
     os.umask(0o077)
     try:
-        asyncio.run(main())
-    except SpoolLocked as exc:
-        print(f"turnwatch: cannot start: spool {exc} is used by another process", file=sys.stderr)
+        dropped = asyncio.run(main())
+    except (SpoolLocked, WalLocked) as exc:
+        print(f"turnwatch: cannot start: {exc} is used by another process", file=sys.stderr)
         return 2
-    except (SecretError, ModelMissingError, PluginError, ContractError, ExposureError) as exc:
+    except (
+        SecretError,
+        ModelMissingError,
+        PluginError,
+        ContractError,
+        ConfigError,
+        ExposureError,
+    ) as exc:
         print(f"turnwatch: cannot start: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"turnwatch: cannot start: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    if dropped:
+        # An orchestrator sees the loss in the exit status, not only in metrics nobody scrapes.
+        message = f"turnwatch: {dropped} accepted sessions or bus records dropped at shutdown"
+        print(message, file=sys.stderr)
+        return EXIT_DROPPED_AT_SHUTDOWN
     return 0
 
 

@@ -65,13 +65,23 @@ class Server(uvicorn.Server):
         yield
 
 
-def bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int, purpose: str, flag: str) -> socket.socket:
+    """A listening socket for `purpose` (its port set by `flag`); a failure names both, since
+    "Address already in use" alone does not say which of three ports is taken."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # asyncio turns on TCP_NODELAY for accepted connections only when the listening socket names
     # its protocol; without it every small response waits ~40 ms for Nagle and delayed ACKs.
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise OSError(
+            exc.errno,
+            f"cannot bind {purpose} to {host}:{port}: {exc.strerror or exc} "
+            f"(choose another with {flag}, or 0 for any free port)",
+        ) from None
     sock.listen(ACCEPT_BACKLOG)
     sock.setblocking(False)
     return sock

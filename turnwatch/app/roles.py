@@ -23,6 +23,7 @@ from turnwatch.bus.base import Handler
 from turnwatch.bus.ledger import OffsetLedger
 from turnwatch.bus.plugins import RecordHandler, SessionProcessor, load_callable
 from turnwatch.bus.records import INCIDENTS, SCORES, SESSIONS, Output, Record
+from turnwatch.exporters.evaluation_events import EvaluationEvents
 from turnwatch.exporters.ops import ReadinessCheck
 from turnwatch.exporters.regressions.api import include_incidents_api
 from turnwatch.exporters.regressions.handler import IncidentHandler, chain
@@ -89,6 +90,8 @@ class Exporters:
     store: CaseStore
     sessions: SessionStore | None = None
     sessions_handler: SessionStoreHandler | None = None
+    events: EvaluationEvents | None = None
+    """Sends each result as a `gen_ai.evaluation.result` event, when an endpoint is set."""
 
 
 def contract_lookup(settings: Settings) -> ContractLookup | None:
@@ -106,13 +109,17 @@ def build_exporters(settings: Settings, registry: CollectorRegistry) -> Exporter
     )
     scores = ScoreExporter(registry, settings.exporter)
     handlers: list[RecordHandler] = [scores.handle, IncidentHandler(store)]
+    events = None
+    if settings.exporter.evaluation_events.endpoint is not None:
+        events = EvaluationEvents(settings.exporter.evaluation_events, registry)
+        handlers.append(events.handle)
     if not settings.session_store.enabled:
-        return Exporters(handler=chain(*handlers), store=store)
+        return Exporters(handler=chain(*handlers), store=store, events=events)
     metrics = SessionStoreMetrics(registry)
     sessions = open_store(settings.session_store, settings.data_dir, metrics)
     sessions_handler = SessionStoreHandler(sessions)
     handlers.append(sessions_handler)
-    return Exporters(chain(*handlers), store, sessions, sessions_handler)
+    return Exporters(chain(*handlers), store, sessions, sessions_handler, events)
 
 
 @dataclass(frozen=True)
@@ -167,7 +174,8 @@ def build_exporter(context: ServiceContext, tap: RecordHandler | None = None) ->
     mount = functools.partial(mount_exporter_routes, settings=settings, exporters=exporters)
     group = settings.bus.kafka.exporter_group
     consume = exporter_handler(handler, exporters.sessions_handler)
-    return Consumer("exporter", topics, group, consume, mount)
+    drain = exporters.events.drain if exporters.events is not None else None
+    return Consumer("exporter", topics, group, consume, mount, drain=drain)
 
 
 def mount_exporter_routes(app: FastAPI, settings: Settings, exporters: Exporters) -> None:

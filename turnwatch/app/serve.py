@@ -2,7 +2,8 @@
 
 `serve` runs what `turnwatch serve --role` composes (`build_roles`); `run` is the same lifecycle
 for any composition (the demo adds a record tap to the exporter; tests put a capturing stage
-after the collector).
+after the collector). Both return how many accepted sessions and records the shutdown dropped
+(counted in metrics too), so `turnwatch serve` can exit non-zero when it lost anything.
 """
 
 from __future__ import annotations
@@ -62,11 +63,12 @@ async def serve(
     stop: asyncio.Event,
     on_started: Callable[[Service], None] | None = None,
     role: Role = "all",
-) -> None:
-    """Run one role (or all) in this process until `stop` is set; drain on the way out.
+) -> int:
+    """Run one role (or all) in this process until `stop` is set; drain on the way out; return
+    what the shutdown dropped.
 
     Sessions go onto the bus: Kafka when `bus.kafka.bootstrap` is set, else embedded."""
-    await run(settings, functools.partial(build_roles, role=role), stop, on_started)
+    return await run(settings, functools.partial(build_roles, role=role), stop, on_started)
 
 
 async def run(
@@ -74,8 +76,9 @@ async def run(
     compose: Compose,
     stop: asyncio.Event,
     on_started: Callable[[Service], None] | None = None,
-) -> None:
-    """Run the roles `compose` builds until `stop` is set; drain on the way out."""
+) -> int:
+    """Run the roles `compose` builds until `stop` is set; drain on the way out; return how
+    many accepted sessions (and embedded bus records) the shutdown dropped."""
     tune_garbage_collector()
     context = ServiceContext(fit_connections(settings))
     roles = compose(context)
@@ -93,8 +96,9 @@ async def run(
         on_started(running.service())
     await stop.wait()
     log.info("turnwatch stopping: draining open sessions", extra={"role": roles.name})
-    await running.stop()
-    log.info("turnwatch stopped", extra={"role": roles.name})
+    dropped = await running.stop()
+    log.info("turnwatch stopped", extra={"role": roles.name, "dropped_at_shutdown": dropped})
+    return dropped
 
 
 class _Running:
@@ -140,7 +144,7 @@ class _Running:
 
     def _start_ops(self, checks: dict[str, ReadinessCheck]) -> None:
         ops = self.context.settings.ops
-        sock = bind(ops.host, ops.port)
+        sock = bind(ops.host, ops.port, "the ops port", "--ops-port")
         self.ports.ops = sock.getsockname()[1]
         app = create_ops_app(self.context.registry, checks)
         for consumer in self.roles.consumers:
@@ -181,11 +185,13 @@ class _Running:
             bus=self.bus,
         )
 
-    async def stop(self) -> None:
+    async def stop(self) -> int:
+        dropped = 0
         if self.roles.collector is not None:
             await self.roles.collector.stop()
+            dropped += self.roles.collector.lost_at_shutdown
         if self.bus is not None:
-            await self._stop_bus(self.bus)
+            dropped += await self._stop_bus(self.bus)
         assert self.ops_server is not None and self.ops_task is not None
         self.ops_server.should_exit = True
         await self.ops_task
@@ -194,8 +200,9 @@ class _Running:
         for consumer in self.roles.consumers:
             if consumer.close is not None:
                 consumer.close()
+        return dropped
 
-    async def _stop_bus(self, bus: Bus) -> None:
+    async def _stop_bus(self, bus: Bus) -> int:
         # Embedded: let the scorer and exporter catch up; Kafka: let the spool reach the broker
         # (if it cannot, the spool keeps the records on disk for the next start).
         timeout = self.context.settings.bus.shutdown_timeout_seconds
@@ -217,7 +224,10 @@ class _Running:
         for task in self.background:
             task.cancel()
         await asyncio.gather(*self.background, return_exceptions=True)
-        await bus.close()
+        lost = await bus.close()
+        if lost:
+            log.error("embedded bus records lost at shutdown", extra={"lost_records": lost})
+        return lost
 
 
 def _report_consumer_exit(task: asyncio.Task[None], stop: asyncio.Event) -> None:
@@ -243,13 +253,16 @@ class BackgroundService:
         self._stop: asyncio.Event | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
+        self.dropped_at_shutdown: int | None = None
         self._thread = threading.Thread(target=self._run, name="turnwatch-serve", daemon=True)
 
     def _run(self) -> None:
         async def main() -> None:
             self._loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()
-            await run(self.settings, self.compose, self._stop, on_started=self._on_started)
+            self.dropped_at_shutdown = await run(
+                self.settings, self.compose, self._stop, on_started=self._on_started
+            )
 
         try:
             asyncio.run(main())

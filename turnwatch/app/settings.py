@@ -32,6 +32,7 @@ from turnwatch.collector.config import (
     SessionConfig,
 )
 from turnwatch.collector.deid.config import DeidConfig
+from turnwatch.collector.wal.config import WalConfig
 from turnwatch.exporters.config import ExporterConfig
 from turnwatch.exporters.regressions.config import RegressionConfig
 from turnwatch.exporters.sessions.config import CalibrationConfig, SessionStoreConfig
@@ -75,6 +76,7 @@ class Settings(BaseSettings):
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     handoff: HandoffConfig = Field(default_factory=HandoffConfig)
     decoders: DecoderConfig = Field(default_factory=DecoderConfig)
+    wal: WalConfig = Field(default_factory=WalConfig)
     routing: RoutingConfig = Field(default_factory=RoutingConfig)
     deid: DeidConfig = Field(default_factory=DeidConfig)
     bus: BusConfig = Field(default_factory=BusConfig)
@@ -85,7 +87,8 @@ class Settings(BaseSettings):
     calibration: CalibrationConfig = Field(default_factory=CalibrationConfig)
     data_dir: Path = Field(
         default=Path("turnwatch-data"),
-        description="Where turnwatch keeps state: the generated pseudonym key, quarantine.",
+        description="Where turnwatch keeps state: the generated pseudonym key, quarantine, "
+        "spool, write-ahead log.",
     )
     log: LogConfig = Field(default_factory=LogConfig)
 
@@ -106,6 +109,7 @@ class Settings(BaseSettings):
             sampling=self.sampling,
             handoff=self.handoff,
             decoders=self.decoders,
+            wal=self.wal,
             routing=self.routing,
         )
 

@@ -198,6 +198,12 @@ class EmbeddedBus:
             await asyncio.sleep(0.02)
         return False
 
-    async def close(self) -> None:
-        for state in self._all_queues():
-            state.fifo.close()
+    async def close(self) -> int:
+        lost = 0
+        for topic in self._topics:
+            for state in self._queues(topic):
+                if isinstance(state.fifo, MemoryFifo) and len(state.fifo):
+                    lost += len(state.fifo)
+                    self.metrics.lost_at_shutdown.labels(topic).inc(len(state.fifo))
+                state.fifo.close()
+        return lost

@@ -87,7 +87,9 @@ class KafkaBus:
             asyncio.create_task(self._drain_loop(), name="kafka-spool-drain"),
         ]
 
-    async def close(self) -> None:
+    async def close(self) -> int:
+        """Nothing is lost here: what the broker has not acknowledged is in the spool, or still
+        in the publishing caller's hands (which counts it)."""
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -99,6 +101,7 @@ class KafkaBus:
         self._executor.shutdown(wait=False, cancel_futures=True)
         if self.spool is not None:
             self.spool.close()
+        return 0
 
     def _close_producer(self, producer: KafkaProducer) -> None:
         with contextlib.suppress(Exception):

@@ -2,10 +2,11 @@
 KafkaConsumer.
 
 Auto-commit is off; each record's outputs are published (on the event loop) before its offset
-counts as done; done offsets are committed after every batch, on revocation and on close; a lost
-partition's offsets are discarded. With an `OffsetLedger`, a done offset is committed only up to
-the oldest record a handler still holds (ledger.py). Lag is the partition high watermark minus
-the next offset to process.
+counts as done; done offsets are committed after every batch, on revocation and on close, but
+never while the process's spool holds records (see `_spool_holds_outputs`); a lost partition's
+offsets are discarded. With an `OffsetLedger`, a done offset is committed only up to the oldest
+record a handler still holds (ledger.py): both bounds apply, so what is committed is the lower.
+Lag is the partition high watermark minus the next offset to process.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class ConsumerWorker(ConsumerRebalanceListener):
         self._done: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
         self._owned: set[TopicPartition] = set()
+        self._revoking: set[TopicPartition] = set()
         self._lock = threading.Lock()
         self._lag_at = 0.0
 
@@ -89,9 +91,11 @@ class ConsumerWorker(ConsumerRebalanceListener):
 
     # Rebalance callbacks (kafka-python's IO thread): must not block.
     def on_partitions_revoked(self, revoked) -> None:
+        spooled = self._spool_holds_outputs()
         with self._lock:
-            offsets = self._pending(set(revoked))
+            offsets = {} if spooled else self._pending(set(revoked))
             self._owned -= set(revoked)
+            self._revoking |= set(revoked)
         if offsets and self.consumer is not None:
             # Asynchronous on purpose: it is queued ahead of the rejoin on the same connection.
             self.consumer.commit_async(offsets, callback=self._commit_callback)
@@ -101,9 +105,14 @@ class ConsumerWorker(ConsumerRebalanceListener):
     def on_partitions_assigned(self, assigned) -> None:
         with self._lock:
             self._owned |= set(assigned)
-            for tp in assigned:
+            # kafka-python keeps the fetch position of a partition that comes straight back,
+            # so what was done on it still counts: forgetting it would leave offsets that a
+            # handler releases later uncommitted until the partition's next record. Only a
+            # partition that moved away starts over if it returns.
+            for tp in self._revoking - set(assigned):
                 self._done.pop(tp, None)
                 self._committed.pop(tp, None)
+            self._revoking = set()
         if self.ledger is not None:
             self.ledger.assign((tp.topic, tp.partition) for tp in assigned)
 
@@ -137,7 +146,17 @@ class ConsumerWorker(ConsumerRebalanceListener):
                 for tp, meta in offsets.items():
                     self._committed[tp] = meta.offset
 
+    def _spool_holds_outputs(self) -> bool:
+        """A record whose outputs went to the spool is done but not yet safe: the spool lives in
+        this process's data directory, which a replacement process may not get (a new pod), so
+        its offset waits until the spool is empty. The spool only lets go of a record once the
+        broker acknowledged it, so an empty spool means every earlier output is on the broker.
+        A crash meanwhile means redelivery, deduped downstream, never loss."""
+        return self.bus.spooled_count > 0
+
     def _commit(self, consumer: KafkaConsumer) -> None:
+        if self._spool_holds_outputs():
+            return
         with self._lock:
             offsets = self._pending(set(self._owned))
         if not offsets:

@@ -77,6 +77,13 @@ class BusMetrics:
             "Times a publish had to wait because the spool (or embedded queue) was full.",
             registry=registry,
         )
+        self.lost_at_shutdown = Counter(
+            "turnwatch_bus_lost_at_shutdown_total",
+            "Embedded bus without its spool: records still in memory when the process stopped "
+            "(lost), by topic.",
+            ["topic"],
+            registry=registry,
+        )
         self.broker_up = Gauge(
             "turnwatch_bus_broker_up",
             "1 when the Kafka broker answered the last probe, else 0.",

@@ -9,7 +9,6 @@ directory at a time (an exclusive lock), since two writers would interleave reco
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import io
 import logging
 import os
@@ -20,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from turnwatch.private import private_directory, private_opener
+from turnwatch.ownership import own_directory
+from turnwatch.private import private_opener
 
 log = logging.getLogger("turnwatch.bus.spool")
 
@@ -111,14 +111,10 @@ class DiskSpool:
         self.max_bytes = max_bytes
         self.segment_bytes = segment_bytes
         self.max_records = max_records
-        private_directory(directory)
-        lock = directory / "lock"
-        self._lock = open(lock, "a+b", opener=private_opener)  # noqa: SIM115 - held for its life
-        try:
-            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            self._lock.close()
-            raise SpoolLocked(str(directory)) from None
+        lock = own_directory(directory)
+        if lock is None:
+            raise SpoolLocked(str(directory))
+        self._lock = lock
         self._segments = sorted(int(p.stem) for p in directory.glob("*.seg"))
         self._read_segment, self._read_offset = self._load_cursor()
         self._head: tuple[Item, int] | None = None

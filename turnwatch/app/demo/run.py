@@ -22,7 +22,7 @@ from typing import TextIO
 
 from turnwatch.app.collector_role import build_collector
 from turnwatch.app.context import ServiceContext
-from turnwatch.app.demo.chatbot import MODEL, SimulatedChatbot
+from turnwatch.app.demo.chatbot import MODEL, SERVICE_NAME, SimulatedChatbot
 from turnwatch.app.demo.observer import ScoreObserver
 from turnwatch.app.demo.progress import Progress
 from turnwatch.app.demo.scripts import SCRIPTS, Script
@@ -31,7 +31,7 @@ from turnwatch.app.roles import Roles, build_exporter, build_scorer
 from turnwatch.app.serve import BackgroundService, Service
 from turnwatch.app.settings import Settings, load_settings
 from turnwatch.collector.deid.secret import load_secret, session_id_key
-from turnwatch.collector.sessionizer import session_id_for
+from turnwatch.collector.session_keys import session_id_for
 from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
 
 log = logging.getLogger("turnwatch.demo")
@@ -93,7 +93,7 @@ class DemoRun:
         self.conversations = {script.name: f"demo-{run_id}-{script.name}" for script in SCRIPTS}
         id_key = session_id_key(load_secret(settings.deid, settings.mode, settings.data_dir))
         self.session_ids = {
-            script.name: session_id_for(self.conversations[script.name], id_key)
+            script.name: session_id_for(SERVICE_NAME, self.conversations[script.name], id_key)
             for script in SCRIPTS
         }
 
