@@ -1,13 +1,15 @@
 """Which sentences of a text the NER model reads.
 
 The model is most of de-identification's CPU, and everything turnwatch takes from it is a
-person or a place (`recognizers/ner.py`). Such a name is a capitalised word, or comes after a
-cue (a title, a greeting, "my name is"): the small English model finds a lower-case name almost
-only there. A sentence with neither (a card number and its expiry, "Also, I will call you
-back.") is left out; the pattern recognizers still read the whole text, and the model reads
-the other sentences one by one. A sentence's first word is no candidate when it is a word that
-starts sentences (stop words, `NOT_A_NAME_WORDS`); a word with a digit never is, since a name
-or place holding one is dropped anyway.
+person or a place (`recognizers/ner.py`). Such a name is, as a rule, a capitalised word or
+comes after a cue (a title, a greeting, "my name is"); a lower-case name with no cue, which the
+model finds now and then, is what reading less gives up (on the PII corpus recall is unchanged,
+`benchmarks/deid.py`; `deid.ner_scope: whole_text` reads everything). A sentence with neither
+(a card number and its expiry, "Also, I will call you back.") is left out; the pattern
+recognizers still read the whole text, and the model reads the other sentences one by one. A
+sentence's first word is no candidate when it is a word that starts sentences (stop words,
+`NOT_A_NAME_WORDS`); a word with a digit never is, since a name or place holding one is dropped
+anyway.
 
 Sentences end at ".", "!" or "?" before white space and at line breaks, but not after an
 initial or an abbreviation ("Ngozi D. Tanaka", "Prof. Moreau", "no. 12"), so a name is never
