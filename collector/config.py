@@ -11,9 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from turnwatch.collector.wal.config import WalConfig
 
+from turnwatch.schema import (
+    ALWAYS_KEPT_RESOURCE_ATTRIBUTES,
+    MAX_RESOURCE_ATTRIBUTES,
+    resource_attribute_key,
+)
 from turnwatch.secret_files import token_from
 from turnwatch.section import Section
 from turnwatch.serving import ConnectionLimits
@@ -145,6 +150,28 @@ class SessionConfig(Section):
     )
     end_marker_events: list[str] = Field(default=["session.end"])
     sweep_interval_seconds: float = Field(default=1.0, gt=0)
+    resource_attributes: list[str] = Field(
+        # Deployment facts only: which copy of the chatbot ran, never who or which machine.
+        # Instance, host and pod attributes identify machines and custom ones can hold user
+        # ids; listing one is the operator's choice, and `deid.keyed_resource_attributes`
+        # then turns its value into a keyed id.
+        default=["deployment.environment", "deployment.environment.name", "service.namespace"],
+        max_length=MAX_RESOURCE_ATTRIBUTES,
+        description="OTLP resource attributes kept on every session (and selectable in the "
+        "session store); service.name and service.version are always kept.",
+    )
+    max_resource_attribute_chars: int = Field(
+        default=128, gt=0, le=1024, description="A longer resource attribute value is cut here."
+    )
+
+    @field_validator("resource_attributes")
+    @classmethod
+    def _namespaced_keys(cls, keys: list[str]) -> list[str]:
+        for key in keys:
+            resource_attribute_key(key)
+            if key in ALWAYS_KEPT_RESOURCE_ATTRIBUTES:
+                raise ValueError(f"{key} is kept on every session already; leave it out")
+        return list(dict.fromkeys(keys))
 
 
 class SamplingConfig(Section):

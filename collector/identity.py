@@ -57,8 +57,10 @@ class ContextReader:
             key: frozenset(values) for key, values in sampling.force_attributes.items()
         }
         self.service_fallback = service_fallback
+        self.resource_attributes = sessions.resource_attributes
+        self.max_resource_attribute_chars = sessions.max_resource_attribute_chars
         self._last_resource: dict[str, Any] | None = None
-        self._last_facts: tuple[str, str | None] = (service_fallback, None)
+        self._last_facts: tuple[str, str | None, dict[str, str]] = (service_fallback, None, {})
 
     def read(
         self,
@@ -85,7 +87,7 @@ class ContextReader:
             if isinstance(value, str) and value in values:
                 forced = attribute
                 break
-        service, service_version = self._resource_facts(resource)
+        service, service_version, resource_attributes = self._resource_facts(resource)
         agent_name = attributes.get("gen_ai.agent.name")
         agent_version = attributes.get("gen_ai.agent.version")
         # Positional (Context's field order): keyword arguments to a dataclass cost half a
@@ -103,18 +105,37 @@ class ContextReader:
             _text(agent_version) if agent_version is not None else None,
             scope_name,
             dropped_attributes,
+            resource_attributes,
         )
 
-    def _resource_facts(self, resource: dict[str, Any]) -> tuple[str, str | None]:
-        """Service name and version; every span of an OTLP resource block shares the dict."""
+    def _resource_facts(self, resource: dict[str, Any]) -> tuple[str, str | None, dict[str, str]]:
+        """Service name, version and the kept attributes; every span of an OTLP resource block
+        shares the dict, so they are read once per block."""
         if resource is not self._last_resource:
             service = resource.get("service.name")
             self._last_resource = resource
             self._last_facts = (
                 (_text(service) if service else None) or self.service_fallback,
                 _text(resource.get("service.version")),
+                self._kept_attributes(resource),
             )
         return self._last_facts
+
+    def _kept_attributes(self, resource: dict[str, Any]) -> dict[str, str]:
+        """The listed attributes with a text, number or boolean value, as text; arrays and maps
+        have no one value to select on and are left out."""
+        kept: dict[str, str] = {}
+        for key in self.resource_attributes:
+            value = resource.get(key)
+            if isinstance(value, bool):
+                text: str | None = "true" if value else "false"
+            elif isinstance(value, str | int | float):
+                text = str(value).strip()
+            else:
+                continue
+            if text:
+                kept[key] = text[: self.max_resource_attribute_chars]
+        return kept
 
     def has_identity(self, context: Context) -> bool:
         """A span worth remembering even without content: it names, ends or flags a session."""

@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from turnwatch.collector.records import (
     Context,
     Message,
@@ -158,6 +158,9 @@ class WireContext(WireModel):
     agent_version: str | None
     scope_name: str
     dropped_attributes: int
+    # A default: records sealed by a collector from before resource attributes still open
+    # (a sessionizer is upgraded before the collectors that feed it).
+    resource_attributes: dict[str, str] = Field(default_factory=dict)
 
     def record(self) -> Context:
         return Context(**self.model_dump())

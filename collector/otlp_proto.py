@@ -59,9 +59,11 @@ from turnwatch.collector.otlp_wire import (
 from turnwatch.collector.records import LogView, SpanEvent, SpanView
 
 LARGE_ITEM_BYTES = 64 * 1024
-"""An item longer than this has its values counted before it is parsed: upb can spend about
-thirty bytes of memory per byte of a tiny-event encoding, so an item this size costs at most a
-couple of MiB before its count is known."""
+"""An item longer than this that could hold more values than the request has left (two bytes
+a value) has them counted before it is parsed: upb can spend about thirty bytes of memory per
+byte of a tiny-event encoding, so an item this size costs at most a couple of MiB before its
+count is known. One that cannot is parsed, then counted as a small item is (its links, which
+the twin leaves unparsed, are not counted)."""
 RUN_BYTES = 256 * 1024
 """Adjacent small spans are parsed together up to this many bytes (one upb call for many)."""
 
@@ -87,7 +89,9 @@ def _span_view(
     scope_name: str,
     limits: DecodeLimits,
     read_attributes: ReadAttributes = attributes,
+    messages: dict[str, list[bytes]] | None = None,
 ) -> SpanView:
+    """With `messages` (the raw path), the span's message attributes are left undecoded there."""
     events = span.events
     # Positional: this runs for every span, and keyword arguments cost a microsecond here.
     # The order is SpanView's field order.
@@ -99,7 +103,9 @@ def _span_view(
         span.kind,
         span.start_time_unix_nano,
         span.end_time_unix_nano,
-        read_attributes(span.attributes, limits),
+        read_attributes(span.attributes, limits)
+        if messages is None
+        else raw_attributes(span.attributes, limits, messages),
         [
             SpanEvent(event.name, event.time_unix_nano, read_attributes(event.attributes, limits))
             for event in events
@@ -110,6 +116,7 @@ def _span_view(
         resource,
         scope_name,
         span.dropped_attributes_count,
+        {} if messages is None else messages,
     )
 
 
@@ -255,6 +262,8 @@ def _scope_name(view: Any, parts: list[tuple[int, int]], limits: DecodeLimits) -
 
 def _span_values(span: SpanView) -> int:
     count = 1 + len(span.attributes) + len(span.events)
+    for raws in span.message_attributes.values():
+        count += len(raws)
     for event in span.events:
         count += len(event.attributes)
     return count
@@ -268,8 +277,14 @@ def _raw_spans(
     while first < len(items):
         field_start, start, end = items[first]
         if end - start > LARGE_ITEM_BYTES:
-            limits.take(count_values(body, start, end, SPAN_VALUES, limits.values_left))
-            yield _parse(RawSpan, view[start:end], None), False
+            # Each value counted takes at least two bytes (its tag and its length), so an item
+            # whose bytes cannot reach the budget is parsed first and counted as a small one is:
+            # counting on the wire is then only for items that could pass it.
+            if 1 + (end - start) // 2 > limits.values_left:
+                limits.take(count_values(body, start, end, SPAN_VALUES, limits.values_left))
+                yield _parse(RawSpan, view[start:end], None), False
+            else:
+                yield _parse(RawSpan, view[start:end], None), True
             first += 1
             continue
         last = first + 1
@@ -304,7 +319,7 @@ def decode_traces(body: bytes, limits: DecodeLimits) -> DecodeResult[SpanView]:
     for resource, scope, items in _scope_blocks(body, view, limits, "spans"):
         for span, uncounted in _raw_spans(body, view, items, limits):
             try:
-                converted = _span_view(span, resource, scope, limits, raw_attributes)
+                converted = _span_view(span, resource, scope, limits, raw_attributes, {})
             except ItemRejected as rejection:
                 # Reading stopped at the rejection: what it left unread must still decode.
                 check_raw_attributes(span.attributes)

@@ -207,15 +207,62 @@ def _kv_other(raw: bytes, size: int, limits: DecodeLimits) -> tuple[str, Any]:
     return _kv_slow(raw, limits)
 
 
-def raw_attributes(raws: Any, limits: DecodeLimits) -> dict[str, Any]:
-    """Same dict as `attributes`, from undecoded KeyValue bytes."""
+MESSAGE_HEADS = (
+    "llm.input_messages.",
+    "llm.output_messages.",
+    "gen_ai.prompt.",
+    "gen_ai.completion.",
+)
+"""Key prefixes of the flattened dialects' message attributes (OpenInference, OpenLLMetry)."""
+_MESSAGE_HEADS = tuple([head.encode() for head in MESSAGE_HEADS])
+
+
+def _keep_message(raw: bytes, limits: DecodeLimits) -> tuple[str, Any] | None:
+    """Check a message attribute whose value is not a plain string as `raw_attributes` would
+    decode it; a KeyValue whose key is not the one it starts with (sent twice) is returned as
+    decoded, to be kept decoded."""
+    pair = _kv_other(raw, len(raw), limits)
+    return pair if pair[0] != raw[2 : raw[1] + 2].decode() else None
+
+
+def raw_attributes(
+    raws: Any, limits: DecodeLimits, messages: dict[str, list[bytes]] | None = None
+) -> dict[str, Any]:
+    """Same dict as `attributes`, from undecoded KeyValue bytes; with `messages`, attributes
+    under MESSAGE_HEADS are checked and left there undecoded (keys under 128 bytes)."""
     attributes: dict[str, Any] = {}
     limit = limits.max_attribute_bytes
     # Cached values are shorter than their raw bytes, so they pass any limit >= _KV_CACHE_RAW_MAX.
     cache = _KV_CACHE if limit >= _KV_CACHE_RAW_MAX else {}
     header_get = _STRING_HEADERS.get
+    head: bytes | None = None  # the message key prefix last seen (a span carries one or two)
+    kept: list[bytes] = []
     for raw in raws[:]:  # slicing a upb container is faster than iterating it
         size = len(raw)
+        if messages is not None and raw.startswith(_MESSAGE_HEADS, 2) and raw[0] == 10:
+            key_end = raw[1] + 2
+            if key_end < 130:
+                # Checked as below (a string's text and key decode, within the limit), kept.
+                header = header_get(size - key_end) or _string_header(size - key_end)
+                start = key_end + len(header)
+                if raw.startswith(header, key_end):
+                    try:
+                        text = raw[start:].decode()
+                        raw[2:key_end].decode()
+                    except UnicodeDecodeError as exc:
+                        raise Undecodable(UNDECODABLE) from exc
+                    if size - start > limit and len(text) > limit:
+                        raise ItemRejected("attribute_too_large")
+                else:
+                    pair = _keep_message(raw, limits)
+                    if pair is not None:
+                        attributes[pair[0]] = pair[1]
+                        continue
+                if head is None or not raw.startswith(head, 2):
+                    head = next(h for h in _MESSAGE_HEADS if raw.startswith(h, 2))
+                    kept = messages.setdefault(head.decode(), [])
+                kept.append(raw)
+                continue
         if size < _KV_CACHE_RAW_MAX:
             hit = cache.get(raw)
             if hit is not None:

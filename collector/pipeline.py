@@ -155,6 +155,7 @@ class SessionBuilder:
                     agent_version=state.agent_version,
                     dialects=transcript.dialects,
                     instrumentation_scopes=list(state.scopes)[:16],
+                    resource_attributes=state.resource,
                 ),
                 trace_ids=list(state.trace_ids),
                 started_at=started,

@@ -40,6 +40,10 @@ class SpanView:
     resource: Attributes
     scope_name: str
     dropped_attributes: int = 0
+    message_attributes: dict[str, list[bytes]] = field(default_factory=dict)
+    """Flattened message attributes as their KeyValue encodings, checked but not decoded, by
+    key prefix (`otlp_values.MESSAGE_HEADS`); the protobuf receiver leaves them here, out of
+    `attributes`, so the flattened dialects decode only what a call adds to the last one."""
 
 
 @dataclass(slots=True)
@@ -117,7 +121,8 @@ class DeferredContent:
     """Memory this content holds (measured object sizes), kept current by `drop_known`."""
 
     history_bytes: int = 0
-    """Memory the whole input occupied as it arrived (the value `history` returns)."""
+    """Memory the whole input the channel keeps (`kept_history`) holds beyond this call, once
+    `drop_known` kept only the new part."""
 
     def fill(self, call: Observation) -> bool:
         """Parse into `call`; True when `call.inputs` holds only what follows the input of the
@@ -127,6 +132,11 @@ class DeferredContent:
     def history(self) -> object:
         """This call's whole input, in the form `drop_known` compares (None: nothing to compare)."""
         return None
+
+    def kept_history(self, history: object) -> object:
+        """After `drop_known`: this call's whole input as the channel keeps it for the next call,
+        `history` (what `history()` returned) or an equal value sharing what the calls hold."""
+        return history
 
     def drop_known(self, previous: DeferredContent | None, history: object) -> bool:
         """Called once, when the call is buffered: if this call's input starts with the whole of
@@ -215,3 +225,16 @@ class Context:
     agent_version: str | None
     scope_name: str
     dropped_attributes: int
+    resource_attributes: dict[str, str] = field(default_factory=dict)
+    """The kept resource attributes (`sessions.resource_attributes`); one dict shared by every
+    span of a resource block, never changed once made."""
+
+
+def first_values(earlier: dict[str, str], later: dict[str, str]) -> dict[str, str]:
+    """`earlier` with the keys only `later` has: the first value seen of each attribute wins,
+    as it does for the service version. Neither dict is changed (they are shared)."""
+    if later.keys() <= earlier.keys():
+        return earlier
+    if not earlier:
+        return later
+    return {**later, **earlier}

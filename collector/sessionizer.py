@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from turnwatch.collector.config import SessionConfig
-from turnwatch.collector.records import Context, Observation, ObservationKind
+from turnwatch.collector.records import Context, Observation, ObservationKind, first_values
 from turnwatch.collector.resent_history import HistoryTail, drop_resent_history
 from turnwatch.collector.revision_clock import RevisionClock
 from turnwatch.collector.session_keys import conversation_of_key, scoped_key
@@ -81,6 +81,8 @@ class OpenSession:
     """Write-ahead log frame -> [first, last] index of its items here (frames ascending)."""
     held: list[Any] = field(default_factory=list)
     """Where each observation came from on the bus (sessionizer role); empty otherwise."""
+    resource: dict[str, str] = field(default_factory=dict)
+    """The kept resource attributes (`Context.resource_attributes`), first value of each wins."""
 
     @property
     def conversation_key(self) -> str:
@@ -123,6 +125,7 @@ class OpenSession:
             self.dropped_spans,
             self.forced_attribute,
             self.head_emitted,
+            resource=self.resource,
         )
 
 
@@ -315,6 +318,7 @@ class Sessionizer:
             target.service_from_model_call = pending.service_from_model_call
         target.user_id = target.user_id or pending.user_id
         target.service_version = target.service_version or pending.service_version
+        target.resource = first_values(target.resource, pending.resource)
         target.agent_name = target.agent_name or pending.agent_name
         target.agent_version = target.agent_version or pending.agent_version
         target.forced_attribute = target.forced_attribute or pending.forced_attribute
@@ -361,6 +365,7 @@ class Sessionizer:
             session.service_from_model_call = is_model_call
         session.user_id = session.user_id or context.user_id
         session.service_version = session.service_version or context.service_version
+        session.resource = first_values(session.resource, context.resource_attributes)
         session.agent_name = session.agent_name or context.agent_name
         session.agent_version = session.agent_version or context.agent_version
         session.forced_attribute = session.forced_attribute or context.force_attribute

@@ -536,3 +536,29 @@ def test_trace_and_tool_call_ids_are_keyed(deidentifier):
     out = deidentifier.deidentify(session).session
     assert out.trace_ids != ["ab" * 16] and len(out.trace_ids[0]) == 32
     assert out.turns[0].tool_calls[0].id not in (None, "c1")
+
+
+def test_identifying_resource_attributes_leave_as_keyed_ids_and_the_rest_as_configured(
+    deidentifier,
+):
+    raw = _session(_user(0, "hello"))
+    raw.provenance.resource_attributes = {
+        "deployment.environment": "prod",
+        "host.name": "web-7.internal",
+        "team.contact": "ops-lead@example.com",
+    }
+    out = deidentifier.deidentify(raw).session.provenance.resource_attributes
+    assert out["deployment.environment"] == "prod"  # provenance is raw by default
+    assert out["team.contact"] == "ops-lead@example.com"
+    assert re.fullmatch(r"[0-9a-f]{32}", out["host.name"])
+    again = deidentifier.deidentify(raw).session.provenance.resource_attributes
+    assert again["host.name"] == out["host.name"]  # one host, one id
+    assert raw.provenance.resource_attributes["host.name"] == "web-7.internal"
+
+    analysed = build_deidentifier(
+        DeidConfig(raw_fields=["service"], keyed_resource_attributes=[]), SECRET
+    )
+    out = analysed.deidentify(raw).session.provenance.resource_attributes
+    assert out["deployment.environment"] == "prod"
+    assert not re.fullmatch(r"[0-9a-f]{32}", out["host.name"])  # analysed, not keyed
+    assert TOKEN.fullmatch(out["team.contact"]), out["team.contact"]

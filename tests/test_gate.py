@@ -224,6 +224,56 @@ def test_production_sessions_from_the_session_store_are_compared_unpaired(tmp_pa
     assert code == 3 and "no session store" in capsys.readouterr().err
 
 
+def test_store_selections_by_resource_attribute_pick_exactly_their_sessions(tmp_path, capsys):
+    store = SessionStore(SqliteDatabase(tmp_path / "sessions.db"))
+    environments = {"staging": 6, "production": 9, "canary": 4}
+    for environment, count in environments.items():
+        for number in range(count):
+            good = healthy(f"{environment}-{number}", minutes=number)
+            good.provenance.resource_attributes = {"deployment.environment": environment}
+            store.put_session(good)
+            store.put_score(scored(good))
+    unlabelled = healthy("unlabelled")
+    store.put_session(unlabelled)
+    store.put_score(scored(unlabelled))
+
+    def sides(baseline: str, candidate: str) -> tuple[int, dict]:
+        code = from_store(tmp_path, baseline, candidate, "--json")
+        return code, json.loads(capsys.readouterr().out)
+
+    code, report = sides(
+        "store:deployment.environment=staging",
+        "store:service=support-bot,deployment.environment=production",
+    )
+    assert code != 3
+    assert report["baseline"]["cases"] == 6 and report["candidate"]["cases"] == 9
+    assert report["candidate"]["release"] == "deployment.environment=production"
+    _, report = sides(
+        "store:deployment.environment=canary,service.version=1.5.0",
+        "store:deployment.environment=production,until=2026-11-01T12:04:59",
+    )
+    assert report["baseline"]["cases"] == 4 and report["candidate"]["cases"] == 5
+    assert report["baseline"]["release"] == "1.5.0"  # the version names a side when given
+    _, report = sides("store:service.name=support-bot", "store:deployment.environment=nowhere")
+    assert report["baseline"]["cases"] == 20 and report["candidate"]["cases"] == 0
+
+    for selection, message in (
+        ("store:deployment.enviroment=staging", "no stored session carries the resource "
+         "attribute 'deployment.enviroment' (stored: deployment.environment;"),
+        ("store:environment=staging", "unknown filter 'environment'"),
+        ("store:deployment.environment=", "'deployment.environment' has no value"),
+        ("store:deployment.environment", "is not key=value"),
+        ("store:=staging", "'=staging' is not key=value"),
+        ("store:deployment.environment=a,deployment.environment=b", "is given twice"),
+        ("store:version=1.5.0,service.version=1.6.0", "'service.version' is given twice"),
+        ("store:deployment..environment=staging", "is not a resource attribute key"),
+        ("store:attributes=x", "unknown filter 'attributes'"),
+    ):  # fmt: skip
+        assert from_store(tmp_path, selection, "store:deployment.environment=staging") == 3
+        error = capsys.readouterr().err
+        assert message in error, error
+
+
 def test_a_critical_failure_counts_even_in_a_case_only_the_candidate_ran(tmp_path, capsys):
     replayed = cases(addresses=2, refunds=0, statuses=0)
     before = replay(tmp_path, "v1", replayed, name="before")

@@ -9,6 +9,7 @@ non-canonical encodings the stock parser accepts or refuses, and randomly corrup
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -18,6 +19,9 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyVa
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from turnwatch.collector import otlp_proto, otlp_values
 from turnwatch.collector.otlp_common import DecodeLimits, Undecodable
+from turnwatch.collector.records import SpanView
+
+HEADS = otlp_values.MESSAGE_HEADS
 
 LIMITS = [
     DecodeLimits(),
@@ -37,13 +41,29 @@ def reference(body: bytes, limits: DecodeLimits):
     return otlp_proto.trace_request_to_views(request, limits)
 
 
+UNLIMITED = DecodeLimits(max_attribute_bytes=1 << 40, max_values=1 << 40, values_left=1 << 40)
+
+
+def comparable(view: SpanView) -> SpanView:
+    """The view with its message attributes (the fast decoder leaves them undecoded in
+    `message_attributes`) decoded, apart from the others, ordered by key."""
+    messages = {key: value for key, value in view.attributes.items() if key.startswith(HEADS)}
+    for raws in view.message_attributes.values():
+        messages.update(otlp_values.raw_attributes(raws, UNLIMITED))
+    others = {key: value for key, value in view.attributes.items() if key not in messages}
+    return dataclasses.replace(
+        view, attributes={**others, **dict(sorted(messages.items()))}, message_attributes={}
+    )
+
+
 def outcome(decode, body: bytes, limits: DecodeLimits) -> tuple:
     try:
         result = decode(body, limits)
     except Undecodable:
         return ("undecodable",)
     # repr compares NaN doubles equal and keeps the attribute order in the comparison.
-    return ("ok", repr(result.items), result.rejected, dict(result.rejection_reasons))
+    items = [comparable(view) for view in result.items]
+    return ("ok", repr(items), result.rejected, dict(result.rejection_reasons))
 
 
 def assert_same(body: bytes, limits: DecodeLimits) -> None:
@@ -81,7 +101,14 @@ def random_value(rng: random.Random, depth: int = 0) -> AnyValue:
 
 
 def random_pair(rng: random.Random) -> KeyValue:
-    key = rng.choice(["k", "gen_ai.x", "", "ключ", "k" * 130, "dup"])
+    key = rng.choice(
+        [
+            *("k", "gen_ai.x", "", "ключ", "k" * 130, "dup"),
+            *("llm.input_messages.0.message.content", "gen_ai.prompt.1.role"),
+            *("llm.output_messages.0.message.role", "gen_ai.completion.0.ключ"),
+            "llm.input_messages." + "k" * 120,
+        ]
+    )
     return KeyValue(key=key, value=random_value(rng))
 
 
@@ -218,3 +245,34 @@ def test_the_cache_keeps_call_descriptions_but_no_content_or_ids():
     assert ("gen_ai.request.model", "cache-model-x") in cached
     assert ("gen_ai.usage.input_tokens", 4242) in cached
     assert not {pair for pair in cached if pair[0] in ("user.id", "gen_ai.input.messages")}
+
+
+MESSAGE_KEY = b"llm.input_messages.0.message.content"
+
+
+@pytest.mark.parametrize("name", sorted(NON_CANONICAL))
+def test_message_attributes_left_undecoded_are_checked_as_the_reference_decodes(name):
+    """Flattened message attributes are checked but kept as their encodings: the same
+    rejections and 400s, and the same values once decoded."""
+    raw = NON_CANONICAL[name].replace(
+        b"\x0a\x01k", b"\x0a" + varint(len(MESSAGE_KEY)) + MESSAGE_KEY
+    )
+    body = body_with_raw_attributes(raw, b"\x0a\x01z\x12\x03\x0a\x01v")
+    for limits in LIMITS:
+        assert_same(body, limits)
+
+
+def test_message_attributes_are_kept_as_their_encodings_by_prefix():
+    pairs = [
+        KeyValue(key="llm.input_messages.0.message.content", value=AnyValue(string_value="hi")),
+        KeyValue(key="gen_ai.prompt.0.content", value=AnyValue(string_value="hello")),
+        KeyValue(key="llm.input_messages.1.message.role", value=AnyValue(string_value="user")),
+        KeyValue(key="llm.model_name", value=AnyValue(string_value="m")),
+    ]
+    body = body_with_raw_attributes(*[pair.SerializeToString() for pair in pairs])
+    [view] = otlp_proto.decode_traces(body, LIMITS[0]).items
+    assert view.attributes == {"llm.model_name": "m"}
+    assert view.message_attributes == {
+        "llm.input_messages.": [pairs[0].SerializeToString(), pairs[2].SerializeToString()],
+        "gen_ai.prompt.": [pairs[1].SerializeToString()],
+    }

@@ -10,6 +10,8 @@ the session is the one the assembler builds from every call's whole input.
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -119,6 +121,27 @@ def test_each_call_of_a_resent_conversation_keeps_only_what_it_adds(dialect: str
     for call in later:
         parsed = call.parsed()
         assert [message.role for message in parsed.inputs] == ["assistant", "user"]
+
+
+@pytest.mark.parametrize("dialect", ["openinference", "openllmetry"])
+def test_flattened_calls_keep_only_new_encodings_and_the_tail_shares_them(dialect: str) -> None:
+    """The receiver leaves flattened message attributes undecoded; a call that extends the
+    previous one keeps only the encodings it adds, and the channel's tail (the whole input the
+    next call is compared with) is made of the calls' own encodings, not a copy."""
+    spans = received(conversation_spans(dialect, f"share-{dialect}", 5, resent=True))
+    assert all(not key.startswith(("llm.input", "gen_ai.prompt")) for key in spans[-1].attributes)
+    settings = load_settings(None, {})
+    pipeline, _ = assembling_pipeline(settings.collector, CollectorMetrics(CollectorRegistry()))
+    pipeline.accept_spans(spans)
+    [state] = pipeline.sessionizer._open.values()
+    first, *later = state.observations
+    assert len(first.content.inputs) == 2  # the first question: role and content
+    assert [len(call.content.inputs) for call in later] == [4] * 4  # answer and question
+    held = [item for call in state.observations for item in call.content.inputs]
+    [tail] = state.tails.values()
+    assert len(tail.history) == len(held) == 2 * 9
+    assert all(kept is own for kept, own in zip(tail.history, held, strict=True))
+    assert tail.extra_bytes == sys.getsizeof(tail.history)
 
 
 def _variant_inputs(messages: list, call: int, variant: str) -> list:

@@ -337,6 +337,7 @@ def test_an_observation_comes_back_from_the_wire_as_it_was_sealed():
         None,
         "scope",
         3,
+        {"deployment.environment": "prod", "service.namespace": "shop"},
     )
     sealed = CODEC.seal_observations(
         "conversation", [RoutedObservation("trace-1", 5, context, observation)]

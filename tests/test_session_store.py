@@ -1,7 +1,8 @@
 """The session store on both of its databases: SQLite in a temporary directory and a real
 PostgreSQL server the tests start. The join of sessions and scores in either order, later score
 records as updates, every filter, paging, retention by age, count and bytes, reviews, the review
-queue, the service overview and a failing database."""
+queue, the service overview, selection by resource attribute, an older store's schema and a
+failing database."""
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ def database(request, tmp_path):
     else:
         server = request.getfixturevalue("postgres")
         db = PostgresDatabase(server.dsn)
-        for table in ("sessions", "session_tags", "judge_scores", "reviews", "curated_dataset"):
+        tables = ("sessions", "session_tags", "session_attributes", "judge_scores", "reviews")
+        for table in (*tables, "curated_dataset"):
             db.execute(f"DELETE FROM {table}")
     yield db
     db.close()
@@ -291,3 +293,95 @@ def test_a_failing_database_is_counted_and_raises_nothing(tmp_path):
     store.db.close()
     assert store.put_session(healthy("x"), NOW) == "write_error"
     assert writes(registry, "session", "write_error") == 1
+
+
+def deployed(session_id: str, minutes: int, **attributes: str):
+    session = healthy(session_id, minutes=minutes)
+    session.provenance.resource_attributes = attributes
+    return session
+
+
+def test_sessions_are_selected_by_any_resource_attribute_and_time(database):
+    store, _ = make_store(database)
+    plan = [
+        ("prod-0", 0, {"deployment.environment": "prod", "service.namespace": "shop"}),
+        ("prod-1", 5, {"deployment.environment": "prod", "service.namespace": "travel"}),
+        ("prod-2", 9, {"deployment.environment": "prod"}),
+        ("canary-0", 6, {"deployment.environment": "canary", "service.namespace": "shop"}),
+        ("bare-0", 7, {}),
+    ]
+    for session_id, minutes, attributes in plan:
+        session = deployed(session_id, minutes, **attributes)
+        store.put_session(session, NOW)
+        store.put_score(scored(session), NOW)
+    # The score record arriving first opens the row; the session fills in its attributes.
+    late = deployed("canary-1", 8, **{"deployment.environment": "canary"})
+    store.put_score(scored(late), NOW)
+    store.put_session(late, NOW)
+
+    def select(**attributes: str) -> list[str]:
+        return ids(store.list(SessionFilters(attributes=attributes)))
+
+    assert select(**{"deployment.environment": "prod"}) == ["prod-2", "prod-1", "prod-0"]
+    assert select(**{"deployment.environment": "canary"}) == ["canary-1", "canary-0"]
+    assert select(**{"deployment.environment": "prod", "service.namespace": "shop"}) == ["prod-0"]
+    assert select(**{"service.namespace": "shop"}) == ["canary-0", "prod-0"]
+    assert select(**{"deployment.environment": "Prod"}) == []  # values match exactly
+    assert store.list(SessionFilters()).total == 6
+    window = SessionFilters(
+        attributes={"deployment.environment": "prod"}, since=START + timedelta(minutes=1)
+    )
+    assert ids(store.list(window)) == ["prod-2", "prod-1"]
+    assert store.attribute_names() == ["deployment.environment", "service.namespace"]
+    assert store.get("prod-1").summary.attributes == {
+        "deployment.environment": "prod",
+        "service.namespace": "travel",
+    }
+    assert store.get("bare-0").summary.attributes == {}
+    # A redelivered session writes nothing twice.
+    again = deployed("prod-0", 0, **{"deployment.environment": "x"})
+    assert store.put_session(again, NOW) == "duplicate"
+    assert store.get("prod-0").summary.attributes["deployment.environment"] == "prod"
+
+
+def test_evicted_sessions_take_their_attributes_with_them(database):
+    store, _ = make_store(database, max_sessions=2)
+    for index in range(4):
+        session = deployed(f"s-{index}", index, **{"deployment.environment": "prod"})
+        store.put_session(session, NOW + index)
+    assert ids(store.list(SessionFilters(attributes={"deployment.environment": "prod"}))) == [
+        "s-3",
+        "s-2",
+    ]
+    left = database.execute("SELECT session_id FROM session_attributes ORDER BY session_id")
+    assert [row[0] for row in left] == ["s-2", "s-3"]
+
+
+def test_a_store_from_before_resource_attributes_opens_and_gains_the_table(tmp_path):
+    path = tmp_path / "sessions.db"
+    old = SqliteDatabase(path)
+    old.execute("DROP TABLE session_attributes")  # the schema as turnwatch wrote it before
+    SessionStore(old).put_session(healthy("before"), NOW)
+    old.close()
+    reopened = SqliteDatabase(path)
+    store = SessionStore(reopened)
+    assert ids(store.list(SessionFilters())) == ["before"]
+    assert store.attribute_names() == []
+    store.put_session(deployed("after", 1, **{"deployment.environment": "prod"}), NOW)
+    selected = store.list(SessionFilters(attributes={"deployment.environment": "prod"}))
+    assert ids(selected) == ["after"]
+    reopened.close()
+
+
+@pytest.mark.parametrize(
+    ("attributes", "message"),
+    [
+        ({"environment": "prod"}, "is not a resource attribute key"),
+        ({"deployment environment": "prod"}, "is not a resource attribute key"),
+        ({"deployment.environment": ""}, "empty value"),
+        ({"a." + "b" * 200: "x"}, "over 128 characters"),
+    ],
+)
+def test_a_filter_on_a_malformed_attribute_is_refused(attributes, message):
+    with pytest.raises(ValueError, match=message):
+        SessionFilters(attributes=attributes)

@@ -74,6 +74,36 @@ def test_show_prints_each_finding_at_its_turn_and_the_first_broken_transition(da
     assert code == 2 and "no stored session nope" in err
 
 
+def test_list_and_show_by_resource_attribute(tmp_path, capsys):
+    store = SessionStore(SqliteDatabase(tmp_path / "sessions.db"))
+    for number, environment in enumerate(["prod", "prod", "canary"]):
+        session = healthy(f"{environment}-{number}", minutes=number)
+        session.provenance.resource_attributes = {
+            "deployment.environment": environment,
+            "service.namespace": "shop",
+        }
+        store.put_session(session)
+        store.put_score(scored(session))
+    listed = ("sessions", "list", "--data-dir", str(tmp_path), "--json")
+    _, out, _ = cli(*listed, "--attribute", "deployment.environment=prod")
+    assert [item["session_id"] for item in json.loads(out)["items"]] == ["prod-1", "prod-0"]
+    _, out, _ = cli(*listed, "--attribute", "deployment.environment=canary",
+                    "--attribute", "service.namespace=shop")  # fmt: skip
+    [canary] = json.loads(out)["items"]
+    assert canary["attributes"] == {"deployment.environment": "canary", "service.namespace": "shop"}
+    _, out, _ = cli("sessions", "show", "canary-2", "--data-dir", str(tmp_path))
+    assert "resource: deployment.environment=canary, service.namespace=shop" in out
+    capsys.readouterr()
+    for bad, message in (
+        ("deployment.environment", "'deployment.environment' is not key=value"),
+        ("a.b=1,c.d=2", "'a.b=1,c.d=2' is not key=value"),
+        ("environment=prod", "'environment' is not a resource attribute key"),
+    ):
+        with pytest.raises(SystemExit) as exited:
+            main([*listed, "--attribute", bad])
+        assert exited.value.code == 2 and message in capsys.readouterr().err
+
+
 def test_a_missing_store_is_a_message_not_a_traceback(tmp_path):
     code, _, err = cli("sessions", "list", "--data-dir", str(tmp_path / "empty"))
     assert code == 2 and "no session store at" in err

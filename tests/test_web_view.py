@@ -89,7 +89,21 @@ def test_bad_input_is_a_clear_client_error(site):
     assert elsewhere.status_code == 403
 
 
-def test_a_review_from_the_form_and_from_a_proxy_header_land_in_the_store(site):
+def test_sessions_are_filtered_by_a_resource_attribute_the_session_page_links(site):
+    base, _ = site
+    page = LOOPBACK.get(f"{base}/ui/sessions/{FAILED}", headers=BEARER).text
+    link = "/ui/sessions?attribute=deployment.environment%3Dcanary"
+    assert f'href="{link}"' in page and "deployment.environment=canary" in page
+    listed = LOOPBACK.get(f"{base}{link}", headers=BEARER).text
+    assert listed.count('href="/ui/sessions/') == 1 and FAILED in listed
+    nowhere = LOOPBACK.get(
+        f"{base}/ui/sessions?attribute=deployment.environment%3Dprod", headers=BEARER
+    )
+    assert nowhere.status_code == 200 and FAILED not in nowhere.text
+    for bad in ("environment%3Dcanary", "deployment.environment", "deployment.environment%3D"):
+        refused = LOOPBACK.get(f"{base}/ui/sessions?attribute={bad}", headers=BEARER)
+        assert refused.status_code == 400 and "invalid filter attribute" in refused.text
+
     base, data = site
     body = ("reviewer=ana&finding%3Aforbidden_action%401=confirmed"
             "&finding%3Aapproval%401=false_positive&metric%3Aturn_relevancy%402=fail"

@@ -21,6 +21,7 @@ FAILED = "sess-refund-over-limit"
 def fill(data_dir: Path, healthy_count: int = 30) -> None:
     store = SessionStore(SqliteDatabase(data_dir / "sessions.db"))
     bad = failing(FAILED, minutes=90)
+    bad.provenance.resource_attributes = {"deployment.environment": "canary"}
     record = scored(bad, [relevancy(0.5, turns=(2,))])
     store.put_incident(incident(bad, record))
     CaseStore(regressions_dir(data_dir)).record(incident(bad, record))

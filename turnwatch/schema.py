@@ -8,6 +8,7 @@ stage replaces them before a session is handed to anything that leaves the proce
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, ClassVar, Literal
@@ -22,6 +23,27 @@ from pydantic import (
 )
 
 SCHEMA_VERSION: Literal[1] = 1
+MAX_RESOURCE_ATTRIBUTES = 32
+"""Resource attributes a session carries at most (`sessions.resource_attributes` lists them)."""
+RESOURCE_ATTRIBUTE_KEY = r"[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)+"
+"""A resource attribute key a session can carry and a selection can name: namespaced, as OTel's
+semantic conventions are (`deployment.environment`), so a selection tells it from a filter."""
+MAX_RESOURCE_ATTRIBUTE_KEY_CHARS = 128
+ALWAYS_KEPT_RESOURCE_ATTRIBUTES = frozenset({"service.name", "service.version"})
+"""Every session keeps these already (`Session.service`, `Provenance.service_version`)."""
+
+
+def resource_attribute_key(key: str) -> str:
+    """`key` when a session can carry it as a resource attribute; ValueError saying why not."""
+    if len(key) > MAX_RESOURCE_ATTRIBUTE_KEY_CHARS:
+        raise ValueError(f"{key[:40]!r}...: over {MAX_RESOURCE_ATTRIBUTE_KEY_CHARS} characters")
+    if not re.fullmatch(RESOURCE_ATTRIBUTE_KEY, key):
+        raise ValueError(
+            f"{key!r} is not a resource attribute key (namespaced letters, digits, '_' and '-' "
+            "joined by dots, such as deployment.environment)"
+        )
+    return key
+
 
 JsonValue = Any
 """A JSON-compatible value (str, int, float, bool, None, list, dict) as decoded from OTLP."""
@@ -131,6 +153,21 @@ class Provenance(WireModel):
     agent_version: str | None = None
     dialects: list[str] = Field(default_factory=list, description="Decoders that produced turns.")
     instrumentation_scopes: list[str] = Field(default_factory=list)
+    resource_attributes: dict[str, str] = Field(
+        default_factory=dict,
+        max_length=MAX_RESOURCE_ATTRIBUTES,
+        description="The OTLP resource attributes the collector keeps (`sessions."
+        "resource_attributes`), as text; identifying ones as keyed ids once de-identified.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _attributes_when_kept(self, serialize: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Written only when there are some: a reader from before the field (which forbids
+        # unknown keys) still reads every session that carries none.
+        written = serialize(self)
+        if not self.resource_attributes:
+            written.pop("resource_attributes", None)
+        return written
 
 
 class Session(WireModel):

@@ -265,6 +265,23 @@ class DeidConfig(Section):
         default=["service", "provenance", "turns.model", "turns.finish_reason", "tool_calls.name"],
         description="Session fields kept raw; every other text field is analysed.",
     )
+    keyed_resource_attributes: list[str] = Field(
+        default=[
+            "service.instance.id",
+            "host.name",
+            "host.id",
+            "host.ip",
+            "k8s.pod.name",
+            "k8s.pod.uid",
+            "k8s.node.name",
+            "container.id",
+            "container.name",
+            "enduser.id",
+        ],
+        description="Resource attributes (of those `sessions.resource_attributes` keeps) whose "
+        "value leaves the collector only as a keyed id: one machine or user has one id, "
+        "which groups and selects sessions without naming it.",
+    )
     workers: int | None = Field(
         default=None,
         ge=1,

@@ -81,6 +81,7 @@ class Deidentifier:
         self.pseudonymizer = pseudonymizer
         self.walker = SessionWalker(config.raw_fields, config.max_text_chars, config.max_json_depth)
         self.fields = FieldRules(config)
+        self._keyed_attributes = frozenset(config.keyed_resource_attributes)
         self._entities = frozenset(config.all_entities())
         self._preferred = frozenset(
             [pattern.entity for pattern in config.patterns]
@@ -126,6 +127,7 @@ class Deidentifier:
             out.user_id = token_of("USER_ID", session.user_id)
             entities["USER_ID"] += 1
         self._key_ids(out)
+        self._key_resource_attributes(session, out)
         out.deidentified = True
         return Deidentified(out, entities, stats)
 
@@ -138,6 +140,14 @@ class Deidentifier:
             turn.tool_call_id = keyed(turn.tool_call_id) if turn.tool_call_id else None
             for call in turn.tool_calls:
                 call.id = keyed(call.id) if call.id else call.id
+
+    def _key_resource_attributes(self, session: Session, out: Session) -> None:
+        """Identifying resource attributes (hosts, pods, instances) as keyed ids of their raw
+        values, so they group and select sessions without naming the machine."""
+        keyed = self.pseudonymizer.keyed_id
+        raw = session.provenance.resource_attributes
+        for key in self._keyed_attributes.intersection(raw):
+            out.provenance.resource_attributes[key] = keyed(raw[key])
 
     def find(self, session: Session, deadline: float, stats: AnalysisStats) -> SessionFindings:
         """Every region to replace in the session (raises InvalidInput, TimeLimitExceeded)."""

@@ -63,6 +63,9 @@ class SessionWalker:
             p.service_version = self._optional(text, p.service_version, outside)
             p.agent_name = self._optional(text, p.agent_name, outside)
             p.agent_version = self._optional(text, p.agent_version, outside)
+            p.resource_attributes = {
+                key: text(value, outside) for key, value in p.resource_attributes.items()
+            }
         for number, turn in enumerate(out.turns):
             place = Place(turn=number, role=turn.role)
             turn.text = self._optional(text, turn.text, Place(number, turn.role, turn_text=True))

@@ -178,10 +178,11 @@ def mark_truncated(messages: list[Message]) -> None:
 
 
 def held_size(value: object) -> int:
-    """Bytes a decoded attribute value occupies: its own size and, for containers, their items'."""
-    if isinstance(value, str):
+    """Bytes a decoded attribute value (or an undecoded encoding) occupies: its own size and, for
+    containers, their items'."""
+    if isinstance(value, str | bytes):
         return sys.getsizeof(value)
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return sys.getsizeof(value) + sum([held_size(item) for item in value])
     if isinstance(value, dict):
         return sys.getsizeof(value) + sum(

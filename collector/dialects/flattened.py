@@ -13,6 +13,8 @@ from turnwatch.collector.dialects.base import (
     maybe_json,
     split_system,
 )
+from turnwatch.collector.otlp_common import DecodeLimits
+from turnwatch.collector.otlp_values import raw_attributes
 from turnwatch.collector.records import (
     DeferredContent,
     Message,
@@ -41,16 +43,47 @@ def indexed(attributes: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
     return [groups[index] for index in sorted(groups)]
 
 
-def has_prefix(attributes: dict[str, Any], *prefixes: str) -> bool:
-    return any(key.startswith(prefixes) for key in attributes)
+def has_messages(span: SpanView, *prefixes: str) -> bool:
+    """Whether the span carries message attributes under any of `prefixes` (each ending in ".")."""
+    held = span.message_attributes
+    return any([prefix in held for prefix in prefixes]) or any(
+        [key.startswith(prefixes) for key in span.attributes]
+    )
+
+
+# An attribute as the content holds it: its KeyValue encoding (bytes, from the protobuf
+# receiver, decoded at assembly) or a (key, value) pair (already decoded, e.g. OTLP/JSON).
+# `Any`: mypyc erases the union of those anyway.
+Item = Any
+_DECODE_LIMITS = DecodeLimits(max_attribute_bytes=1 << 62, max_values=1 << 62, values_left=1 << 62)
+"""Encodings were checked against the request's limits when they arrived."""
+
+
+def _decoded(items: list[Item]) -> dict[str, Any]:
+    raws = [item for item in items if isinstance(item, bytes)]
+    decoded = raw_attributes(raws, _DECODE_LIMITS) if raws else {}
+    for item in items:
+        if isinstance(item, tuple):
+            decoded[item[0]] = item[1]
+    return decoded
+
+
+def _key(item: Item) -> str:
+    """An item's key: an encoding held here starts with its key (otlp_values._keep_message)."""
+    if isinstance(item, tuple):
+        return str(item[0])
+    return item[2 : item[1] + 2].decode()
 
 
 class FlattenedContent(DeferredContent):
-    """A flattened model call's message attributes (only those), parsed at assembly.
+    """A flattened model call's message attributes (only those), decoded and parsed at assembly.
 
-    Resent history: a call whose input attributes include every input attribute of the previous
-    call, unchanged, and adds only messages at higher indexes keeps just those; the whole input
-    parses to the previous call's messages followed by theirs.
+    Resent history: a call whose input attributes start with every input attribute of the
+    previous call, in the same order and encoded the same (compared as encodings, so nothing
+    resent is decoded), and go on only with messages at higher indexes keeps just those; the
+    whole input parses to the previous call's messages followed by theirs. The channel's tail
+    keeps the whole input as the previous whole input followed by this call's part, so it holds
+    no copy of what the session's calls hold.
     """
 
     def __init__(
@@ -60,8 +93,8 @@ class FlattenedContent(DeferredContent):
         markers: frozenset[str],
         input_prefix: str,
         output_prefix: str,
-        inputs: dict[str, Any],
-        outputs: dict[str, Any],
+        inputs: list[Item],
+        outputs: list[Item],
     ) -> None:
         self.channel = channel
         self.parse = parse
@@ -70,69 +103,73 @@ class FlattenedContent(DeferredContent):
         self.output_prefix = output_prefix
         self.inputs = inputs
         self.outputs = outputs
+        self.whole = inputs  # the whole input, until the channel's tail takes it
         self.previous: FlattenedContent | None = None
         self.count = -1  # memo: 1 + the highest message index of the whole input
+        self.history_bytes = 0
         # The input is measured in drop_known: a call that extends the previous one adds only
         # the size of what it adds, instead of walking every message attribute again.
-        self.history_bytes = -1
         self.held_bytes = CONTENT_OVERHEAD + held_size(outputs)
 
     def history(self) -> object:
-        return self.inputs
+        return self.whole
+
+    def kept_history(self, history: object) -> object:
+        whole, self.whole = self.whole, []
+        return whole
 
     def message_count(self) -> int:
         if self.count < 0:
             self.count = (
-                max([_index(key, self.input_prefix) for key in self.inputs], default=-1) + 1
+                max([_index(_key(item), self.input_prefix) for item in self.inputs], default=-1) + 1
             )
         return self.count
 
     def drop_known(self, previous: DeferredContent | None, history: object) -> bool:
         rest = self._rest(previous, history)
-        if rest is None or not isinstance(previous, FlattenedContent):
-            self.history_bytes = held_size(self.inputs)
-            self.held_bytes += self.history_bytes
+        if (
+            rest is None
+            or not isinstance(history, list)
+            or not isinstance(previous, FlattenedContent)
+        ):
+            self.held_bytes += held_size(self.inputs)
             return False
-        rest_bytes = held_size(rest)
-        whole = previous.history_bytes
-        if whole < 0 or not isinstance(history, dict):
-            self.history_bytes = held_size(self.inputs)
-        else:  # the previous whole input, with the new attributes in a larger dict
-            self.history_bytes = (
-                whole + rest_bytes + sys.getsizeof(self.inputs) - sys.getsizeof(history)
-            )
-        self.held_bytes += rest_bytes
+        self.whole = history + rest
+        self.history_bytes = sys.getsizeof(self.whole)
+        self.held_bytes += held_size(rest)
         self.inputs, self.previous = rest, previous
         return True
 
-    def _rest(self, previous: DeferredContent | None, history: object) -> dict[str, Any] | None:
+    def _rest(self, previous: DeferredContent | None, history: object) -> list[Item] | None:
         """The input attributes of messages after the previous call's, or None when this input
         does not extend the previous one."""
-        if not isinstance(previous, FlattenedContent) or not isinstance(history, dict):
+        if not isinstance(previous, FlattenedContent) or not isinstance(history, list):
             return None
         new = self.inputs
-        if len(new) < len(history) or not history.items() <= new.items():
+        known_items = len(history)
+        if len(new) <= known_items or new[:known_items] != history:
             return None
+        rest = new[known_items:]
         known = previous.message_count()
         count = known
-        rest: dict[str, Any] = {}
-        for key in new.keys() - history.keys():
-            index = _index(key, self.input_prefix)
+        for item in rest:
+            index = _index(_key(item), self.input_prefix)
             if index < known:
                 # An attribute added to a message the previous call already sent, or one that
                 # names no message: not an extension.
                 return None
-            rest[key] = new[key]
             count = max(count, index + 1)
-        if not rest:  # the same input again (a retry): nothing to extend
-            return None
         self.count = count
         return rest
 
     def fill(self, call: Observation) -> bool:
         reasons = call.incomplete_reasons
-        inputs = self.parse(indexed(self.inputs, self.input_prefix), self.markers, reasons)
-        call.outputs = self.parse(indexed(self.outputs, self.output_prefix), self.markers, reasons)
+        inputs = self.parse(
+            indexed(_decoded(self.inputs), self.input_prefix), self.markers, reasons
+        )
+        call.outputs = self.parse(
+            indexed(_decoded(self.outputs), self.output_prefix), self.markers, reasons
+        )
         call.inputs, call.system_instructions = split_system(inputs)
         return self.previous is not None
 
@@ -150,18 +187,19 @@ def flattened_content(
     parse: MessageParser,
     input_prefix: str,
     output_prefix: str,
-    attributes: dict[str, Any],
+    span: SpanView,
     markers: frozenset[str],
 ) -> FlattenedContent:
     """The message attributes of a flattened model call, split from the rest of the span."""
     input_head, output_head = input_prefix + ".", output_prefix + "."
-    inputs: dict[str, Any] = {}
-    outputs: dict[str, Any] = {}
-    for key, value in attributes.items():
+    held = span.message_attributes
+    inputs: list[Item] = list(held.get(input_head, []))
+    outputs: list[Item] = list(held.get(output_head, []))
+    for key, value in span.attributes.items():
         if key.startswith(input_head):
-            inputs[key] = value
+            inputs.append((key, value))
         elif key.startswith(output_head):
-            outputs[key] = value
+            outputs.append((key, value))
     return FlattenedContent(channel, parse, markers, input_prefix, output_prefix, inputs, outputs)
 
 
@@ -189,9 +227,7 @@ def flattened_call(
     parsed when its session is assembled, and resent history is dropped from it on the
     dialect's channel."""
     provider, model, input_tokens, output_tokens = usage
-    content = flattened_content(
-        dialect, parse, prefixes[0][:-1], prefixes[1][:-1], span.attributes, markers
-    )
+    content = flattened_content(dialect, parse, prefixes[0][:-1], prefixes[1][:-1], span, markers)
     return Observation(
         kind=ObservationKind.LLM_CALL,
         dialect=dialect,

@@ -23,7 +23,12 @@ from turnwatch.collector.dialects.base import (
     tool_call_part,
     tool_execution,
 )
-from turnwatch.collector.dialects.flattened import flattened_call, has_prefix, indexed, tool_result
+from turnwatch.collector.dialects.flattened import (
+    flattened_call,
+    has_messages,
+    indexed,
+    tool_result,
+)
 from turnwatch.collector.records import STATUS_ERROR, Message, Observation, SpanView
 
 
@@ -103,7 +108,7 @@ class OpenInferenceDecoder(SpanDecoder):
                 result=result,
                 error=error,
             )
-        if kind not in CALL_KINDS or not has_prefix(attributes, *MESSAGE_PREFIXES):
+        if kind not in CALL_KINDS or not has_messages(span, *MESSAGE_PREFIXES):
             return None
         usage = (
             first_str(attributes, "llm.provider", "llm.system"),

@@ -19,7 +19,12 @@ from turnwatch.collector.dialects.base import (
     tool_call_part,
     tool_execution,
 )
-from turnwatch.collector.dialects.flattened import flattened_call, has_prefix, indexed, tool_result
+from turnwatch.collector.dialects.flattened import (
+    flattened_call,
+    has_messages,
+    indexed,
+    tool_result,
+)
 from turnwatch.collector.records import STATUS_ERROR, Message, Observation, SpanView
 
 
@@ -85,7 +90,7 @@ class OpenLLMetryDecoder(SpanDecoder):
                 result=attributes.get("traceloop.entity.output"),
                 error="error" if span.status_code == STATUS_ERROR else None,
             )
-        if not has_prefix(attributes, *MESSAGE_PREFIXES):
+        if not has_messages(span, *MESSAGE_PREFIXES):
             return None
         usage = (
             first_str(attributes, "gen_ai.system"),

@@ -4,6 +4,9 @@ Both speak the same SQL (upserts with ON CONFLICT, EXISTS filters); statements a
 `:name` parameters, which SQLite takes as they are and PostgreSQL receives as `%(name)s`. One
 connection per store, used under a lock: the exporter writes from one thread at a time and the
 web view's reads are short. Records are stored zlib-compressed (`BLOB` / `BYTEA`).
+
+The schema grows by additions only (`IF NOT EXISTS` tables and indexes, run on every open), so
+a store written by an older turnwatch opens as it is and gains what it lacks.
 """
 
 from __future__ import annotations
@@ -51,6 +54,16 @@ CREATE TABLE IF NOT EXISTS session_tags (
     PRIMARY KEY (session_id, revision, kind, value)
 );
 CREATE INDEX IF NOT EXISTS tags_by_value ON session_tags (kind, value);
+-- Added with resource attributes on sessions: a store from before gains it empty on open, which
+-- loses nothing: sessions stored before were built by collectors that kept no attributes.
+CREATE TABLE IF NOT EXISTS session_attributes (
+    session_id TEXT NOT NULL,
+    revision BIGINT NOT NULL,
+    name TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (session_id, revision, name)
+);
+CREATE INDEX IF NOT EXISTS attributes_by_value ON session_attributes (name, value);
 CREATE TABLE IF NOT EXISTS judge_scores (
     session_id TEXT NOT NULL,
     revision BIGINT NOT NULL,
@@ -97,7 +110,10 @@ class SqliteDatabase:
         self._depth = 0
         self._connection.execute("PRAGMA journal_mode=WAL")
         self._connection.execute("PRAGMA synchronous=NORMAL")
-        self._connection.executescript(SCHEMA.format(real="REAL", blob="BLOB"))
+        # One transaction: the schema is created whole or not at all, and SQLite's log holds
+        # each page once (statement by statement it rewrote the schema page every time: half
+        # as much again to write, which a nearly full disk may not have).
+        self._connection.executescript(f"BEGIN;{SCHEMA.format(real='REAL', blob='BLOB')}COMMIT;")
 
     def execute(self, sql: str, params: Params | None = None) -> list[Row]:
         with self._lock:

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from turnwatch.schema import Session
+from turnwatch.schema import MAX_RESOURCE_ATTRIBUTES, Session, resource_attribute_key
 from turnwatch.scores import ScoreRecord
 
 JointOutcome = Literal["success", "failure", "unscored"]
@@ -15,6 +15,18 @@ JointOutcome = Literal["success", "failure", "unscored"]
 
 def from_epoch(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, UTC)
+
+
+def key_value_pairs(text: str) -> list[tuple[str, str]]:
+    """`key=value,key=value` as stripped (key, value) pairs, in order (values cannot hold a
+    comma); ValueError naming a pair without `=` or a key."""
+    pairs = []
+    for pair in (item.strip() for item in text.split(",") if item.strip()):
+        key, equals, value = (part.strip() for part in pair.partition("="))
+        if not equals or not key:
+            raise ValueError(f"{pair!r} is not key=value")
+        pairs.append((key, value))
+    return pairs
 
 
 class SessionFilters(BaseModel):
@@ -29,6 +41,20 @@ class SessionFilters(BaseModel):
     flagged: bool | None = None
     since: datetime | None = None
     until: datetime | None = None
+    attributes: dict[str, str] = Field(
+        default_factory=dict,
+        max_length=MAX_RESOURCE_ATTRIBUTES,
+        description="Resource attributes the session carries, each with exactly this value.",
+    )
+
+    @field_validator("attributes")
+    @classmethod
+    def _attribute_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            resource_attribute_key(name)
+            if not text:
+                raise ValueError(f"{name}: empty value")
+        return value
 
     @field_validator("since", "until")
     @classmethod
@@ -52,6 +78,9 @@ class SessionSummary(BaseModel):
     failed_checks: list[str]
     slices: list[str]
     reviews: int
+    attributes: dict[str, str] = Field(
+        default_factory=dict, description="The session's kept resource attributes."
+    )
 
     @property
     def key(self) -> str:

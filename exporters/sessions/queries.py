@@ -40,7 +40,12 @@ def summary_columns() -> str:
     return ", ".join(f"s.{column}" for column in SUMMARY_COLUMNS)
 
 
-def to_summary(row: Row, tags: dict[Key, dict[str, list[str]]], reviews: dict[Key, int]):
+def to_summary(
+    row: Row,
+    tags: dict[Key, dict[str, list[str]]],
+    reviews: dict[Key, int],
+    attributes: dict[Key, dict[str, str]],
+):
     key = (row[0], row[1])
     found = tags.get(key, {})
     return SessionSummary(
@@ -58,6 +63,7 @@ def to_summary(row: Row, tags: dict[Key, dict[str, list[str]]], reviews: dict[Ke
         failed_checks=found.get("check", []),
         slices=found.get("slice", []),
         reviews=reviews.get(key, 0),
+        attributes=attributes.get(key, {}),
     )
 
 
@@ -95,6 +101,14 @@ def where(filters: SessionFilters) -> tuple[str, dict[str, Any]]:
         clauses.append("s.critical > 0" if filters.critical else "s.critical = 0")
     if filters.flagged is not None:
         clauses.append(FLAGGED if filters.flagged else f"NOT {FLAGGED}")
+    for number, (name, value) in enumerate(sorted(filters.attributes.items())):
+        clauses.append(
+            "EXISTS (SELECT 1 FROM session_attributes a WHERE a.session_id = s.session_id "
+            f"AND a.revision = s.revision AND a.name = :attribute_{number} "
+            f"AND a.value = :attribute_value_{number})"
+        )
+        params[f"attribute_{number}"] = name
+        params[f"attribute_value_{number}"] = value
     if filters.since is not None:
         clauses.append("COALESCE(s.ended_at, s.stored_at) >= :since")
         params["since"] = filters.since.timestamp()
@@ -128,7 +142,8 @@ class SessionQueries:
     def _summaries(self, rows: list[Row]) -> list[SessionSummary]:
         keys = [(row[0], row[1]) for row in rows]
         tags, reviews = self._tags(keys), self._review_counts(keys)
-        return [to_summary(row, tags, reviews) for row in rows]
+        attributes = self._attributes(keys)
+        return [to_summary(row, tags, reviews, attributes) for row in rows]
 
     def _tags(self, keys: list[Any]) -> dict[Key, dict[str, list[str]]]:
         found: dict[Key, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
@@ -142,6 +157,18 @@ class SessionQueries:
                 found[(session_id, revision)][kind].append(value)
         return found
 
+    def _attributes(self, keys: list[Any]) -> dict[Key, dict[str, str]]:
+        found: dict[Key, dict[str, str]] = {}
+        for session_id, revision in keys:
+            rows = self.db.execute(
+                "SELECT name, value FROM session_attributes WHERE session_id = :session_id "
+                "AND revision = :revision ORDER BY name",
+                {"session_id": session_id, "revision": revision},
+            )
+            if rows:
+                found[(session_id, revision)] = dict(rows)
+        return found
+
     def _review_counts(self, keys: list[Any]) -> dict[Key, int]:
         counts: dict[Key, int] = {}
         for session_id, revision in keys:
@@ -152,6 +179,11 @@ class SessionQueries:
             )
             counts[(session_id, revision)] = rows[0][0]
         return counts
+
+    def attribute_names(self) -> list[str]:
+        """The resource attributes some stored session carries."""
+        rows = self.db.execute("SELECT DISTINCT name FROM session_attributes ORDER BY name")
+        return [row[0] for row in rows]
 
     def services(self) -> list[str]:
         return [row[0] for row in self.db.execute("SELECT DISTINCT service FROM sessions")]

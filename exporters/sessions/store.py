@@ -7,6 +7,8 @@ retention as every other. An incident (`turnwatch.incidents`) fills both and mar
 flagged. A later score record for the same revision (judge metrics arriving after the checks, a
 rescoring) replaces the earlier one when its `scored_at` is later; an older one is `stale`.
 Every judge's metric values are kept per judge, so sessions scored by two judges can be compared.
+The session's resource attributes are one indexed row each (`session_attributes`), so a
+selection by any of them (`deployment.environment=prod`) is an index lookup, not a blob scan.
 
 Retention deletes the oldest unreviewed rows past `max_age_days`, `max_sessions` and
 `max_bytes` (checked after every write), counting each by reason; reviewed rows are the
@@ -148,6 +150,7 @@ class SessionStore(SessionQueries, ReviewTable):
                 keep_on_update=("stored_at",),
             )
             self.db.execute(BYTES_UPDATE, key)
+            self._put_attributes(key, session)
         return "stored"
 
     def _put_score(self, record: ScoreRecord, now: float | None) -> WriteOutcome:
@@ -207,6 +210,19 @@ class SessionStore(SessionQueries, ReviewTable):
             self.db.executemany(
                 "INSERT INTO session_tags (session_id, revision, kind, value) "
                 "VALUES (:session_id, :revision, :kind, :value)",
+                rows,
+            )
+
+    def _put_attributes(self, key: Params, session: Session) -> None:
+        rows = [
+            {**key, "name": name, "value": value}
+            for name, value in session.provenance.resource_attributes.items()
+        ]
+        if rows:
+            self.db.executemany(
+                "INSERT INTO session_attributes (session_id, revision, name, value) "
+                "VALUES (:session_id, :revision, :name, :value) "
+                "ON CONFLICT (session_id, revision, name) DO NOTHING",
                 rows,
             )
 
@@ -282,7 +298,7 @@ class SessionStore(SessionQueries, ReviewTable):
             return
         params = [{"session_id": key[0], "revision": key[1]} for key in keys]
         with self.db.transaction():
-            for table in ("sessions", "session_tags", "judge_scores"):
+            for table in ("sessions", "session_tags", "session_attributes", "judge_scores"):
                 self.db.executemany(
                     f"DELETE FROM {table} WHERE session_id = :session_id AND revision = :revision",
                     params,
@@ -323,7 +339,10 @@ class SessionStore(SessionQueries, ReviewTable):
         if not rows:
             return None
         row = rows[0]
-        summary = to_summary(row[:-2], self._tags([row[:2]]), self._review_counts([row[:2]]))
+        keys = [row[:2]]
+        summary = to_summary(
+            row[:-2], self._tags(keys), self._review_counts(keys), self._attributes(keys)
+        )
         session_json, score_json = unpack(row[-2]), unpack(row[-1])
         return StoredSession(
             summary=summary,

@@ -26,7 +26,7 @@ from turnwatch.exporters.regressions.query import Filters, paginate
 from turnwatch.exporters.regressions.store import CaseStore, ContractLookup
 from turnwatch.exporters.sessions.curation import promote
 from turnwatch.exporters.sessions.metrics import SessionStoreMetrics
-from turnwatch.exporters.sessions.model import SessionFilters
+from turnwatch.exporters.sessions.model import SessionFilters, key_value_pairs
 from turnwatch.exporters.sessions.reviews import (
     PER_SESSION_METRICS,
     PER_TURN_METRICS,
@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 COOKIE = "turnwatch_ui"
 PAGE_SIZES = (25, 50, 100)
 FILTER_FIELDS = ("service", "version", "check", "slice", "joint", "critical", "flagged",
-                 "since", "until")  # fmt: skip
+                 "since", "until", "attribute")  # fmt: skip
 
 templates = Environment(
     loader=FileSystemLoader(HERE / "templates"),
@@ -108,10 +108,13 @@ class WebView:
         values["critical"] = _optional_bool(values["critical"])
         values["flagged"] = _optional_bool(values["flagged"])
         try:
+            values["attributes"] = dict(key_value_pairs(values.pop("attribute") or ""))
             return SessionFilters(**values)
         except ValidationError as exc:
             field = exc.errors(include_input=False)[0]["loc"][0]
             raise HTTPException(status_code=400, detail=f"invalid filter {field}") from None
+        except ValueError:
+            raise HTTPException(status_code=400, detail="invalid filter attribute") from None
 
     def session_list(self, request: Request) -> HTMLResponse:
         query = dict(request.query_params)

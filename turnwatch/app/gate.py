@@ -1,8 +1,9 @@
 """`turnwatch gate --baseline A --candidate B`: the release gate on two releases' evidence.
 
 A and B are replay result files (`turnwatch regressions replay --out`) or selections of
-production sessions from the session store (`store:version=1.3,since=2026-11-01`, the store's
-filters; the store from --config / --data-dir). Prints the report as a table (or `--json`),
+production sessions from the session store (`store:deployment.environment=prod,version=1.3,
+since=2026-11-01`: the store's filters and resource attributes, `exporters/gate/selection.py`;
+the store from --config / --data-dir). Prints the report as a table (or `--json`),
 optionally writes it as Markdown for a pull request (`--markdown FILE`), and exits 0 pass,
 1 regression, 2 inconclusive (too few cases to decide), 3 error (a file or store that cannot be
 read, a selection or policy that does not validate, a bad option). argparse's own usage errors
@@ -27,7 +28,11 @@ def add_gate_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="compare two releases (replay results or stored sessions): exit 0 pass, "
         "1 regression, 2 inconclusive, 3 error",
     )
-    source = "a replay result file, or store:FILTER=VALUE,... (sessions from the session store)"
+    source = (
+        "a replay result file, or store:KEY=VALUE,... (sessions from the session store: filters "
+        "service, version, slice, check, since, until, ... and resource attributes such as "
+        "deployment.environment)"
+    )
     parser.add_argument("--baseline", required=True, help=f"baseline: {source}")
     parser.add_argument("--candidate", required=True, help=f"candidate: {source}")
     parser.add_argument("--policy", type=Path, help="gate policy YAML (default: the guide's rules)")
@@ -81,9 +86,11 @@ def _sides(args: argparse.Namespace, policy: Any, err: TextIO) -> tuple[Any, Any
     from turnwatch.exporters.gate.report import replay_side, sessions_side
     from turnwatch.exporters.gate.selection import (
         SelectionInvalid,
+        check_attributes,
         is_selection,
         parse_selection,
         select_records,
+        selection_label,
     )
     from turnwatch.exporters.regressions.results import ReplayFileInvalid, load_replay
 
@@ -105,6 +112,10 @@ def _sides(args: argparse.Namespace, policy: Any, err: TextIO) -> tuple[Any, Any
             if opened is None:
                 raise GateInputError("")
             store = opened[1]
+        try:
+            check_attributes(store, filters)
+        except SelectionInvalid as exc:
+            raise GateInputError(str(exc)) from None
         records = select_records(store, filters, max(1, args.max_sessions))
-        sides.append(sessions_side(records, policy, filters.version or label))
+        sides.append(sessions_side(records, policy, selection_label(filters, label)))
     return sides[0], sides[1]

@@ -16,10 +16,11 @@ from typing import Any, TextIO
 from turnwatch.app.regressions import _when
 from turnwatch.exporters.sessions.curation import promote
 from turnwatch.exporters.sessions.handler import StoreConfigError, open_store, sqlite_path
-from turnwatch.exporters.sessions.model import SessionFilters, SessionSummary
+from turnwatch.exporters.sessions.model import SessionFilters, SessionSummary, key_value_pairs
 from turnwatch.exporters.sessions.reviews import BadReviewLine, read_jsonl, write_jsonl
 from turnwatch.exporters.sessions.store import SessionStore
 from turnwatch.exporters.sessions.transcript import FindingView, Transcript, transcript
+from turnwatch.schema import resource_attribute_key
 
 COMMAND = "sessions"
 
@@ -73,12 +74,32 @@ def add_filters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--flagged", action=argparse.BooleanOptionalAction, default=None)
     parser.add_argument("--since", type=_when, help="ISO time (UTC unless an offset is given)")
     parser.add_argument("--until", type=_when, help="ISO time (UTC unless an offset is given)")
+    parser.add_argument(
+        "--attribute",
+        type=_attribute,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a resource attribute the session carries (repeatable), e.g. "
+        "deployment.environment=prod",
+    )
+
+
+def _attribute(value: str) -> tuple[str, str]:
+    try:
+        pairs = key_value_pairs(value)
+        if len(pairs) != 1 or not pairs[0][1]:
+            raise ValueError(f"{value!r} is not key=value")
+        [(name, text)] = pairs
+        return resource_attribute_key(name), text
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def filters_of(args: argparse.Namespace) -> SessionFilters:
     names = ("service", "version", "check", "slice", "joint", "critical", "flagged")
     values = {name: getattr(args, name) for name in (*names, "since", "until")}
-    return SessionFilters(**values)
+    return SessionFilters(**values, attributes=dict(args.attribute))
 
 
 def store_from_args(args: argparse.Namespace, err: TextIO) -> tuple[Any, SessionStore] | None:
@@ -215,6 +236,11 @@ def render_text(view: Transcript) -> str:
     lines = [
         f"session {summary.session_id} revision {summary.revision}  service {summary.service}"
         f" {summary.service_version or ''}".rstrip(),
+    ]
+    if summary.attributes:
+        resource = ", ".join(f"{name}={value}" for name, value in summary.attributes.items())
+        lines.append(f"resource: {resource}")
+    lines += [
         f"joint success: {joint}   critical failures: {summary.critical}"
         f"   flagged: {'yes (' + ', '.join(summary.reasons) + ')' if summary.reasons else 'no'}",
     ]
