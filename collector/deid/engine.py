@@ -1,24 +1,32 @@
 """Build Presidio's analyzer from installed packages only.
 
 The spaCy model must be an installed package: Presidio's own loader downloads a missing model,
-which turnwatch never allows. Only the tokenizer and the entity recognizer run (tok2vec and
-ner): no recognizer reads tags, lemmas or the parse, and they cost over a third of the
-pipeline's time. The NER labels are passed through under their spaCy names, and
+which turnwatch never allows. Only the tokenizer and the entity recognizer run: no recognizer
+reads tags, lemmas or the parse, and they cost over a third of the pipeline's time. The shared
+`tok2vec` component goes too once nothing listens to it (the English models' NER embeds its own;
+a pipeline whose NER listens keeps it), a quarter of what is left, with the same entities. The
+tokenizer reads every text; with `deid.ner_scope: sentences` (the default) the model reads
+only the sentences that may hold a name (`ner_scope.py`) and its entities are mapped back onto
+the whole text's tokens. The NER labels are passed through under their spaCy names, and
 `NameNerRecognizer` decides what they are in context.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 
 import spacy
 from presidio_analyzer import AnalyzerEngine, EntityRecognizer, RecognizerRegistry
 from presidio_analyzer import predefined_recognizers as predefined
-from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
+from presidio_analyzer.nlp_engine import NerModelConfiguration, NlpArtifacts, SpacyNlpEngine
+from spacy.tokens import Doc
 from turnwatch.collector.deid.config import DeidConfig
+from turnwatch.collector.deid.ner_scope import ner_sentences
 from turnwatch.collector.deid.offline import OfflineEmailRecognizer
 from turnwatch.collector.deid.recognizers import turnwatch_recognizers
 from turnwatch.collector.deid.recognizers.base import LANGUAGE
+from turnwatch.collector.deid.urls import ChunkedUrlRecognizer
 
 # Every component a spaCy English pipeline may hold besides tok2vec and ner (excluding a name
 # the package does not have is harmless).
@@ -46,6 +54,10 @@ class ModelMissingError(Exception):
 class InstalledSpacyEngine(SpacyNlpEngine):
     """Presidio's spaCy engine, loading an installed package and never downloading one."""
 
+    def __init__(self, *args, whole_texts: bool = False, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.whole_texts = whole_texts
+
     def load(self) -> None:
         self.nlp = {}
         for model in self.models:
@@ -55,7 +67,45 @@ class InstalledSpacyEngine(SpacyNlpEngine):
                     f"spaCy model package {name!r} is not installed; install it with pip "
                     "(turnwatch never downloads models at run time)"
                 )
-            self.nlp[model["lang_code"]] = spacy.load(name, exclude=UNUSED_COMPONENTS)
+            nlp = spacy.load(name, exclude=UNUSED_COMPONENTS)
+            if "tok2vec" in nlp.pipe_names and not nlp.get_pipe("tok2vec").listening_components:
+                nlp.remove_pipe("tok2vec")
+            self.nlp[model["lang_code"]] = nlp
+
+    def process_batch(
+        self, texts: list[str], language: str, batch_size: int = 1, **_: object
+    ) -> Iterator[tuple[str, NlpArtifacts]]:
+        """Every text tokenized whole; the model over its NER sentences, in batches."""
+        if self.whole_texts:
+            yield from super().process_batch(texts, language, batch_size=batch_size)
+            return
+        nlp = self.nlp[language]
+        docs = [nlp.make_doc(text) for text in texts]
+        pieces: list[Doc] = []
+        owners: list[tuple[int, int]] = []
+        for number, doc in enumerate(docs):
+            for start, end in ner_sentences(doc.text):
+                whole = start == 0 and end == len(doc.text)
+                pieces.append(doc if whole else nlp.make_doc(doc.text[start:end]))
+                owners.append((number, start))
+        entities: list[list] = [[] for _ in docs]
+        for piece, (number, start) in zip(
+            nlp.pipe(pieces, batch_size=batch_size), owners, strict=True
+        ):
+            doc = docs[number]
+            for entity in piece.ents:
+                # Sentences end on white space, so the spans align; "expand" drops none if not.
+                span = doc.char_span(
+                    start + entity.start_char,
+                    start + entity.end_char,
+                    label=entity.label_,
+                    alignment_mode="expand",
+                )
+                if span is not None:
+                    entities[number].append(span)
+        for doc, found in zip(docs, entities, strict=True):
+            doc.ents = found
+            yield doc.text, self._doc_to_nlp_artifact(doc, language)
 
     def _doc_to_nlp_artifact(self, doc, language: str):
         # Without a lemmatizer every lemma is empty and Presidio's context words (custom
@@ -66,8 +116,9 @@ class InstalledSpacyEngine(SpacyNlpEngine):
         return super()._doc_to_nlp_artifact(doc, language)
 
 
-def load_nlp_engine(model: str) -> InstalledSpacyEngine:
+def load_nlp_engine(model: str, whole_texts: bool = False) -> InstalledSpacyEngine:
     engine = InstalledSpacyEngine(
+        whole_texts=whole_texts,
         models=[{"lang_code": LANGUAGE, "model_name": model}],
         ner_model_configuration=NerModelConfiguration(
             labels_to_ignore=list(IGNORED_LABELS),
@@ -82,6 +133,8 @@ def load_nlp_engine(model: str) -> InstalledSpacyEngine:
 def presidio_recognizer(name: str) -> EntityRecognizer:
     if name == "EmailRecognizer":
         return OfflineEmailRecognizer()
+    if name == "UrlRecognizer":
+        return ChunkedUrlRecognizer(supported_language=LANGUAGE)
     factory = getattr(predefined, name, None)
     if not (isinstance(factory, type) and issubclass(factory, EntityRecognizer)):
         raise ModelMissingError(f"deid.presidio_recognizers: no Presidio recognizer {name!r}")

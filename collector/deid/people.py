@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import regex
+from turnwatch.collector.deid.alternation import whole_words
 from turnwatch.collector.deid.cache import Finding, Findings
 from turnwatch.collector.deid.recognizers.base import words
 from turnwatch.collector.deid.recognizers.names import GREETINGS, PARTICLE, TITLES
@@ -188,14 +189,11 @@ def propagate_people(findings: dict[str, Findings]) -> dict[str, Findings]:
         for variant in sorted(person.parts | person.variants, key=len):
             if len(variant.replace(".", "")) >= MIN_PART_CHARS:
                 by_variant.setdefault(variant, person)
-    alternatives = "|".join(
-        regex.escape(v).replace(r"\ ", r"\s+") for v in sorted(by_variant, key=len, reverse=True)
-    )
-    pattern = regex.compile(rf"(?<![\w])(?:{alternatives})(?![\w])", regex.IGNORECASE)
+    pattern = whole_words(by_variant, findings)
     out: dict[str, Findings] = {}
     for text, found in findings.items():
         keyed = [_keyed(text, item, by_variant) for item in found]
-        for match in pattern.finditer(text):
+        for match in pattern.finditer(text) if pattern is not None else ():
             variant = " ".join(match.group().casefold().split())
             person = by_variant.get(variant)
             if person is None:

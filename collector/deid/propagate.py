@@ -13,7 +13,9 @@ import functools
 from collections.abc import Callable
 
 import regex
+from turnwatch.collector.deid.alternation import whole_words
 from turnwatch.collector.deid.cache import Finding, Findings
+from turnwatch.collector.deid.pseudonym import KnownValues
 
 MIN_PROPAGATED_CHARS = 3
 # Words of one run tried as a value (a value is a few groups; a table of numbers is not one).
@@ -45,13 +47,8 @@ def propagate(
     if not words and not numbers:
         return findings
     by_word = words
-    pattern = None
-    if by_word:
-        alternatives = "|".join(
-            regex.escape(word).replace(r"\ ", r"\s+")
-            for word in sorted(by_word, key=len, reverse=True)
-        )
-        pattern = regex.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", regex.IGNORECASE)
+    pattern = whole_words(by_word, findings)
+    known = KnownValues(numbers, canonical) if numbers else None
     out: dict[str, Findings] = {}
     for text, found in findings.items():
         extra: list[Finding] = []
@@ -60,15 +57,13 @@ def propagate(
                 entry = by_word.get(" ".join(match.group().casefold().split()))
                 if entry is not None:
                     extra.append(Finding(*match.span(), entry.entity, 0.0, entry.key))
-        if numbers:
-            extra += _numbers(text, numbers, canonical)
+        if known is not None:
+            extra += _numbers(text, numbers, known)
         out[text] = found + tuple(extra)
     return out
 
 
-def _numbers(
-    text: str, numbers: dict[str, Finding], canonical: Callable[[str], str]
-) -> list[Finding]:
+def _numbers(text: str, numbers: dict[str, Finding], known: KnownValues) -> list[Finding]:
     """Sub-runs of digit runs (whole words, longest first) whose canonical value is known."""
     extra = []
     for run in NUMBER_RUN.finditer(text):
@@ -80,8 +75,9 @@ def _numbers(
             for last in range(len(pieces) - 1, first - 1, -1):
                 start = run.start() + pieces[first].start()
                 end = run.start() + pieces[last].end()
-                entry = numbers.get(canonical(text[start:end]))
-                if entry is not None:
+                key = known.get(text[start:end])
+                if key is not None:
+                    entry = numbers[key]
                     extra.append(Finding(start, end, entry.entity, 0.0, entry.key))
                     taken = last + 1
                     break

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import unicodedata
+from collections.abc import Callable, Iterable
 
 import regex
 from turnwatch.collector.deid.recognizers.numbers import e164
@@ -31,6 +32,8 @@ CODE_SEPARATORS = regex.compile(r"[\s\-./#]+")
 EDGE_PUNCTUATION = "\"'“”‘’()[]<>.,;:!?"
 POSSESSIVE = regex.compile(r"['’]s?$")
 MIN_PHONE_DIGITS, MAX_PHONE_DIGITS = 7, 15
+E164 = regex.compile(r"\+\d+")
+ASCII_NON_DIGITS = str.maketrans("", "", "".join(chr(c) for c in range(128) if not 48 <= c <= 57))
 
 
 def canonical(value: str, phone_regions: list[str]) -> str:
@@ -42,7 +45,7 @@ def canonical(value: str, phone_regions: list[str]) -> str:
         # An IP address or a date: "77.12.104.3" and "77.121.04.3" are different values.
         return value
     if DIGITS_ONLY.fullmatch(value):
-        digits = "".join(ch for ch in value if ch.isdigit())
+        digits = _digits(value)
         if MIN_PHONE_DIGITS <= len(digits) <= MAX_PHONE_DIGITS:
             number = e164(value, phone_regions)
             if number is not None:
@@ -52,6 +55,40 @@ def canonical(value: str, phone_regions: list[str]) -> str:
         return CODE_SEPARATORS.sub("", value).casefold()
     words = " ".join(value.replace("’", "'").casefold().split())
     return POSSESSIVE.sub("", words) or words
+
+
+def _digits(value: str) -> str:
+    return "".join(ch for ch in value if ch.isdigit())
+
+
+class KnownValues:
+    """Which of a session's known canonical values a piece of text has, computing the canonical
+    form (a phone parse, for a run of digits) only of pieces that can have a known one.
+
+    Every canonical form but E.164 keeps the value's digits in order (digits are neither case
+    folded nor stripped, and an ASCII value is its own NFKC form), so an ASCII piece whose
+    digits are no known value's digits has a known value only as a phone number: when one is
+    known in E.164 and the piece has a phone's count of digits and no letter. Other pieces are
+    always computed.
+    """
+
+    def __init__(self, keys: Iterable[str], canonical: Callable[[str], str]) -> None:
+        self._keys = set(keys)
+        self._canonical = canonical
+        self._digits = {_digits(key) for key in self._keys}
+        self._phones = any(E164.fullmatch(key) for key in self._keys)
+
+    def get(self, value: str) -> str | None:
+        if value.isascii():
+            digits = value.translate(ASCII_NON_DIGITS)
+            if digits not in self._digits and not (
+                self._phones
+                and MIN_PHONE_DIGITS <= len(digits) <= MAX_PHONE_DIGITS
+                and not any(ch.isalpha() for ch in value)
+            ):
+                return None
+        key = self._canonical(value)
+        return key if key in self._keys else None
 
 
 class Pseudonymizer:

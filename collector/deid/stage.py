@@ -20,7 +20,9 @@ from turnwatch.collector.pipeline import SessionSink
 
 
 def build_deidentifier(config: DeidConfig, secret: bytes) -> Deidentifier:
-    analyzer = build_analyzer(config, load_nlp_engine(config.model))
+    analyzer = build_analyzer(
+        config, load_nlp_engine(config.model, config.ner_scope == "whole_text")
+    )
     cache = AnalysisCache(secret, config.cache_size)
     return Deidentifier(
         config, TextAnalyzer(analyzer, config, cache), Pseudonymizer(secret, config.phone_regions)

@@ -152,13 +152,18 @@ def _looks_like_a_date(candidate: str) -> bool:
 
 def phone_region(value: str, regions: list[str]) -> str | None:
     """The first region in which `value` is a valid phone number, or None."""
+    valid = _valid_phone(value, regions)
+    return valid[0] if valid is not None else None
+
+
+def _valid_phone(value: str, regions: list[str]) -> tuple[str, phonenumbers.PhoneNumber] | None:
     for region in regions:
         try:
             number = phonenumbers.parse(value, region)
         except phonenumbers.NumberParseException:
             return None
         if phonenumbers.is_valid_number(number):
-            return region
+            return region, number
     return None
 
 
@@ -176,11 +181,10 @@ def possible_phone(value: str, regions: list[str]) -> bool:
 
 def e164(value: str, regions: list[str]) -> str | None:
     """The E.164 form of a phone number valid in one of `regions`, else None."""
-    region = phone_region(value, regions)
-    if region is None:
+    valid = _valid_phone(value, regions)
+    if valid is None:
         return None
-    number = phonenumbers.parse(value, region)
-    return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+    return phonenumbers.format_number(valid[1], phonenumbers.PhoneNumberFormat.E164)
 
 
 # Country code, check digits, then 10-30 letters or digits, compact or in groups of four.
