@@ -9,7 +9,8 @@ so two would disagree); the drift recording rules, evaluated by Prometheus' rule
 (promtool) on what the two members' /metrics showed, give the drift one process computes from
 all the scores; and every incident is one occurrence of one case, also when it reaches a second
 member after a partition move. A member joining and one leaving mid-stream (a rebalance each)
-lose no score and count none twice.
+lose no score and count none twice. With the session store in PostgreSQL, both members write one
+database, and a session redelivered to the other member is found there, not stored twice.
 """
 
 from __future__ import annotations
@@ -29,17 +30,19 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from turnwatch.exporters.regressions.model import Case
 from turnwatch.exporters.regressions.store import CaseStore, regressions_dir
+from turnwatch.exporters.sessions.database import PostgresDatabase
 
 from tests.kafka_broker import TansuBroker, with_bus
 from tests.otlp_requests import LOOPBACK
-from tests.session_records import failing, incident, record_recurrences, scored
+from tests.postgres_server import PostgresServer
+from tests.session_records import failing, healthy, incident, record_recurrences, scored
 from tests.test_distributed import kafka_settings
 from tests.test_exporter import score_record
 from tests.test_prometheus_rules import RULE_FILES, promtool
 from tests.waiting import eventually
 from turnwatch.app.roles import build_roles, exporter_config
 from turnwatch.app.serve import BackgroundService
-from turnwatch.bus.records import INCIDENTS, SCORES, encode
+from turnwatch.bus.records import INCIDENTS, SCORES, SESSIONS, encode
 from turnwatch.drift import SCORE_BUCKETS, DriftConfig, DriftTracker
 
 SERVICES = ("support-bot", "billing-bot", "returns-bot")
@@ -57,7 +60,14 @@ SCORE_FAMILIES = ("turnwatch_session_score", "turnwatch_session_score_squares")
 class Member:
     """One exporter replica: its own data directory, the shared regression cases inside it."""
 
-    def __init__(self, bootstrap: str, workdir: Path, shared_cases: Path, name: str) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        workdir: Path,
+        shared_cases: Path,
+        name: str,
+        **overrides: object,
+    ) -> None:
         data_dir = workdir / name
         data_dir.mkdir(parents=True)
         shared_cases.mkdir(exist_ok=True)
@@ -66,7 +76,7 @@ class Member:
         settings = kafka_settings(
             bootstrap,
             data_dir,
-            **{"exporter.services": list(SERVICES), "session_store.enabled": False},
+            **{"exporter.services": list(SERVICES), "session_store.enabled": False, **overrides},
         )
         self.name = name
         self.bootstrap = bootstrap
@@ -122,6 +132,7 @@ class Publisher:
         self.producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
         self.scores: dict[str, list[float]] = defaultdict(list)
         self.incidents = []
+        self.stored = []
         self.sessions = 0
 
     def score(self, service: str, value: float) -> None:
@@ -135,6 +146,18 @@ class Publisher:
         session = failing(f"incident-{number}", service=SERVICES[number % len(SERVICES)])
         self.incidents.append(incident(session, scored(session)))
         self.redeliver_incident(len(self.incidents) - 1)
+
+    def session(self, number: int) -> None:
+        """A scored session: the session (for the store) and its score record."""
+        service = SERVICES[number % len(SERVICES)]
+        built = (failing if number % 4 == 0 else healthy)(f"stored-{number}", service=service)
+        self.stored.append(built)
+        self.redeliver_session(len(self.stored) - 1)
+        self._send(SCORES, built.session_id, scored(built))
+
+    def redeliver_session(self, index: int) -> None:
+        built = self.stored[index]
+        self._send(SESSIONS, built.session_id, built)
 
     def redeliver_incident(self, index: int) -> None:
         flagged = self.incidents[index]
@@ -295,9 +318,10 @@ def broker():
 @pytest.mark.slow  # a broker, two exporter members and promtool
 def test_two_exporter_members_count_once_and_the_rules_give_one_process_drift(tmp_path, broker):
     shared_cases = tmp_path / "cases-volume"
-    members = [Member(broker, tmp_path, shared_cases, name) for name in ("a", "b")]
+    members: list[Member] = []
     publisher = Publisher(broker)
     try:
+        members += [Member(broker, tmp_path, shared_cases, name) for name in ("a", "b")]
         warm_up(publisher, members)
         rng = random.Random(19)
         for number in range(BASELINE):
@@ -347,9 +371,9 @@ def test_a_member_joining_and_one_leaving_mid_stream_lose_and_double_count_nothi
     tmp_path, broker
 ):
     shared_cases = tmp_path / "cases-volume"
+    publisher = Publisher(broker)
     first = Member(broker, tmp_path, shared_cases, "a")
     members = [first]
-    publisher = Publisher(broker)
     done = threading.Event()
     rng = random.Random(23)
 
@@ -401,6 +425,77 @@ def test_a_member_joining_and_one_leaving_mid_stream_lose_and_double_count_nothi
         publisher.close()
         for member in members:
             member.stop()
+
+
+STORED_SESSIONS = 40
+
+
+def store_writes(members: list[Member], record: str, outcome: str) -> float:
+    return total(members, "turnwatch_session_store_writes_total", record=record, outcome=outcome)
+
+
+@pytest.mark.slow  # a broker, PostgreSQL and two exporter members
+def test_exporter_members_share_one_session_store_and_a_moved_session_is_stored_once(
+    tmp_path, broker
+):
+    postgres = PostgresServer()
+    postgres.start()
+    dsn_file = tmp_path / "session-store-dsn"
+    dsn_file.write_text(postgres.dsn)
+    store = {"session_store.enabled": True, "session_store.backend": "postgres"}
+    store["session_store.postgres_dsn_file"] = str(dsn_file)
+    shared_cases = tmp_path / "cases-volume"
+    members: list[Member] = []
+    publisher = Publisher(broker)
+    try:
+        members += [Member(broker, tmp_path, shared_cases, name, **store) for name in ("a", "b")]
+        warm_up(publisher, members)
+        for number in range(STORED_SESSIONS):
+            publisher.session(number)
+        publisher.flush()
+        eventually(
+            lambda: store_writes(members, "session", "stored"),
+            lambda stored: stored >= STORED_SESSIONS,
+            timeout=90,
+            interval=0.3,
+            what="every session stored",
+        )
+        stored_by_a = members[0].value(
+            "turnwatch_session_store_writes_total", record="session", outcome="stored"
+        )
+        assert 0 < stored_by_a < STORED_SESSIONS  # both members wrote their share
+        members[0].stop()
+        # The sessions again, now all b's: those a stored are in the database, so b finds them.
+        for index in range(STORED_SESSIONS):
+            publisher.redeliver_session(index)
+        publisher.flush()
+        eventually(
+            lambda: members[1].value(
+                "turnwatch_session_store_writes_total", record="session", outcome="duplicate"
+            ),
+            lambda duplicates: duplicates >= stored_by_a,
+            timeout=90,
+            interval=0.3,
+            what="b to find a's sessions in the shared store",
+        )
+        assert store_writes(members, "session", "stored") == STORED_SESSIONS
+        database = PostgresDatabase(postgres.dsn)
+        try:
+            rows = database.execute(
+                "SELECT session_id, COUNT(*), MIN(CASE WHEN session_blob IS NOT NULL "
+                "AND score_blob IS NOT NULL THEN 1 ELSE 0 END) FROM sessions "
+                "WHERE session_id LIKE :stored GROUP BY session_id",
+                {"stored": "stored-%"},
+            )
+        finally:
+            database.close()
+        assert len(rows) == STORED_SESSIONS
+        assert {(count, joined) for _session, count, joined in rows} == {(1, 1)}
+    finally:
+        publisher.close()
+        for member in members:
+            member.stop()
+        postgres.stop()
 
 
 def test_in_process_drift_gauges_only_where_one_process_sees_every_score(tmp_path):
