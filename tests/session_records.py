@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from tests.test_regressions_cases import refund_over_limit, resolved
 from tests.test_scorers_builders import support_scorer
@@ -45,3 +46,14 @@ def relevancy(value: float, judge: str = "heuristic", turns: tuple[int, ...] = (
 
 def incident(session: Session, record: ScoreRecord) -> Incident:
     return Incident.of(session, record, ["critical_failure", "joint_failure"])
+
+
+def record_recurrences(directory: str, first: int, count: int) -> None:
+    """One exporter replica's share (run in a process of its own): incidents of one failure
+    signature, each its own session, recorded in the regression case directory."""
+    from turnwatch.exporters.regressions.store import CaseStore
+
+    store = CaseStore(Path(directory))
+    for number in range(first, first + count):
+        flagged = failing(f"concurrent-{number}")
+        store.record(incident(flagged, scored(flagged)))

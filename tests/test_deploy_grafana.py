@@ -109,8 +109,9 @@ def test_dashboard_covers_scores_drift_failures_success_cost_and_pipeline():
     everything = " ".join(expression for _title, expression in expressions())
     for needed in (
         "turnwatch_session_score_bucket",
-        "turnwatch_quality_drift_mean_shift",
-        "turnwatch_quality_drift_psi",
+        # Drift from the recording rules: right with any number of exporter replicas.
+        "service_metric:turnwatch_quality_drift:mean_shift",
+        "service_metric:turnwatch_quality_drift:psi",
         "turnwatch_critical_failures_total",
         "turnwatch_joint_success_total",
         "turnwatch_judge_cost_usd_total",

@@ -144,6 +144,32 @@ def test_sessionizers_scorers_and_exporter_are_their_own_deployments():
     assert volumes["turnwatch-hmac"]["secret"]["secretName"] == "turnwatch-hmac"
 
 
+def test_exporter_replicas_share_one_session_store_and_one_case_volume():
+    objects = k8s_objects()
+    deployment = objects[("Deployment", "turnwatch-exporter")]
+    assert deployment["spec"]["replicas"] >= 2
+    pod = deployment["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    env = {item["name"]: item["value"] for item in container["env"]}
+    assert env["TURNWATCH_SESSION_STORE__BACKEND"] == "postgres"
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volumes = {volume["name"]: volume for volume in pod["volumes"]}
+    cases = volumes[mounts["/var/lib/turnwatch/data/regressions"]]
+    claim = objects[("PersistentVolumeClaim", cases["persistentVolumeClaim"]["claimName"])]
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
+    compose = documents(COMPOSE_DIR / "docker-compose.yml")[0]
+    exporter = compose["services"]["turnwatch-exporter"]
+    assert exporter["deploy"]["replicas"] >= 2
+    assert exporter["environment"]["TURNWATCH_SESSION_STORE__BACKEND"] == "postgres"
+    assert exporter["volumes"] == ["regressions:/var/lib/turnwatch/data/regressions"]
+    assert exporter["depends_on"]["postgres"]["condition"] == "service_healthy"
+    # Prometheus scrapes every replica, not whichever one the service name resolves to.
+    scrape = documents(COMPOSE_DIR / "prometheus.yml")[0]["scrape_configs"]
+    [job] = [job for job in scrape if job["job_name"] == "turnwatch-exporter"]
+    assert job["dns_sd_configs"] == [{"names": ["turnwatch-exporter"], "type": "A", "port": 9464}]
+    assert '".[postgres]"' in (ROOT / "Dockerfile").read_text()
+
+
 def test_config_and_contracts_come_from_configmaps_and_are_valid():
     objects = k8s_objects()
     config = yaml.safe_load(objects[("ConfigMap", "turnwatch-config")]["data"]["turnwatch.yaml"])
@@ -206,6 +232,8 @@ def test_kustomize_renders_the_whole_deployment():
         "Deployment",
         "Deployment",
         "Deployment",
+        "PersistentVolumeClaim",
+        "Secret",
         "Secret",
         "Secret",
         "Service",

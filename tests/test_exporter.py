@@ -247,6 +247,18 @@ def test_drift_gauges_are_exported_per_service_and_metric():
     assert sample(registry, "turnwatch_quality_drift_window_scores", **window) == 20
 
 
+def test_squared_scores_are_summed_for_the_drift_rules_variance():
+    registry = CollectorRegistry()
+    exporter = ScoreExporter(registry, ExporterConfig(services=["support-bot"]))
+    for number, value in enumerate((0.5, 0.3, 1.7)):  # 1.7 is clamped to 1 as in the histogram
+        exporter.observe(score_record(f"s-{number}", scores={"relevancy": value}))
+    exporter.observe(score_record("s-0", scores={"relevancy": 0.5}))  # a redelivery: not again
+    labels = {"service": "support-bot", "metric": "relevancy"}
+    squares = sample(registry, "turnwatch_session_score_squares_total", **labels)
+    assert squares == pytest.approx(0.25 + 0.09 + 1.0)
+    assert sample(registry, "turnwatch_session_score_sum", **labels) == pytest.approx(1.8)
+
+
 def test_drift_windows_resum_without_losing_precision():
     tracker = _tracker(recent_window=10, baseline_window=20, min_recent=5, min_baseline=10)
     for number in range(10_000):

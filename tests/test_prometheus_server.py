@@ -19,6 +19,7 @@ from tests.kafka_broker import free_port
 from tests.otlp_requests import LOOPBACK
 from tests.test_exporter import score_record
 from tests.test_prometheus_rules import RULE_FILES
+from tests.test_prometheus_rules import rules as rule_definitions
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.slow  # a Prometheus server
@@ -112,13 +113,17 @@ def test_prometheus_scrapes_turnwatch_and_loads_its_rules(turnwatch: Running, pr
         groups = LOOPBACK.get(f"{prometheus}/api/v1/rules", timeout=5).json()["data"]["groups"]
         return [rule for group in groups for rule in group["rules"]]
 
+    expected = len(rule_definitions())
+
     def healthy(loaded: list[dict]) -> bool:
-        return len(loaded) == 27 and all(
+        return len(loaded) == expected and all(
             rule["health"] == "ok" and rule.get("lastEvaluation", "").startswith("2")
             for rule in loaded
         )
 
-    eventually(rules, healthy, timeout=30, interval=0.25, what="27 rules evaluated healthy")
+    eventually(
+        rules, healthy, timeout=30, interval=0.25, what=f"{expected} rules evaluated healthy"
+    )
     # Recording rules ran: the rate needs two scrapes, and the series exists once they have.
     [ratio] = eventually(
         lambda: query(prometheus, "service:turnwatch_critical_failure_sessions:ratio_rate15m"),

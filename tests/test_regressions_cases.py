@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -74,6 +75,11 @@ def resolved(session_id: str = "s-ok"):
     )
 
 
+def case_files(data_dir: Path) -> list[Path]:
+    """What the store wrote, its lock file (shared by replicas) aside."""
+    return sorted(p for p in regressions_dir(data_dir).iterdir() if p.name != ".lock")
+
+
 def store_at(tmp_path, **config: object) -> tuple[CaseStore, CollectorRegistry]:
     registry = CollectorRegistry()
     store = CaseStore(
@@ -128,7 +134,7 @@ def test_a_flagged_session_becomes_a_case_in_the_dataset_schema(tmp_path):
     store, registry = store_at(tmp_path, dataset_version="support-mt-4")
     assert store.record(incident(Flagger(RegressionConfig()), refund_over_limit())) == "new_case"
 
-    [file] = sorted(regressions_dir(tmp_path).iterdir())
+    [file] = case_files(tmp_path)
     case = json.loads(file.read_text(encoding="utf-8"))
     validate_case(case)
     assert file.name == f"{case['case_id']}.json"
@@ -195,7 +201,7 @@ def test_recurrences_collapse_into_one_case_with_a_count(tmp_path):
     assert case.occurrence_count == 2
     assert [(o.session_id, o.revision) for o in case.occurrences] == [("s-2", 1), ("s-1", 2)]
     assert case.provenance.revision == 2  # the exemplar follows its latest revision
-    assert len(list(regressions_dir(tmp_path).iterdir())) == 1
+    assert len(case_files(tmp_path)) == 1
     assert counted(registry, "duplicate") == 1
 
     # A restarted exporter rebuilds its view from the files: the redelivery stays a no-op.

@@ -8,6 +8,13 @@ again, and refreshes the case's transcript when that session is the case's exemp
 revision holds more of the conversation). Files are replaced atomically (write, then rename), so
 a reader never sees half a case. Retention is bounded: past `max_cases` the least recently seen
 case is deleted and counted.
+
+Several exporter replicas may share the directory (a volume each mounts): every read-merge-write
+holds the directory's `.lock` file (flock), so no replica overwrites an occurrence another just
+added, and whether a revision is already listed is read from the case file itself, so a
+redelivery that reaches another replica after a partition move is still a duplicate (as long as
+the case still lists that session: past `max_occurrences` the oldest are dropped, and a
+redelivery of one of those counts again, as it does after a restart).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from turnwatch.exporters.regressions.signature import signature
 from turnwatch.scorers.contract import Contract
 
 from turnwatch.incidents import Incident
+from turnwatch.ownership import locked
 from turnwatch.private import private_directory
 from turnwatch.revisions import SeenRevisions
 from turnwatch.schema import Session
@@ -144,12 +152,16 @@ class CaseStore:
             )
         except NotDeidentified:
             return "not_deidentified"
-        with self._lock:
+        with self._lock, locked(self.directory):
             if self._changed_on_disk():
                 self._scan()
-            if self._revisions.seen(session.session_id, session.revision):
+            # Read from disk, not from the summaries: another replica sharing the directory
+            # may have written this case within the directory's timestamp resolution.
+            existing = self.get(sig.case_id)
+            if self._revisions.seen(session.session_id, session.revision) or (
+                existing is not None and _listed(existing, session)
+            ):
                 return "duplicate"
-            existing = self.get(sig.case_id) if sig.case_id in self._summaries else None
             if existing is None:
                 case, outcome = fresh, "new_case"
             else:
@@ -215,6 +227,14 @@ class CaseStore:
             raise
         self._summaries[case.case_id] = case.summary()
         self._mtime = self.directory.stat().st_mtime_ns
+
+
+def _listed(case: Case, session: Session) -> bool:
+    """Whether the case already holds this revision of the session, or a later one."""
+    return any(
+        item.session_id == session.session_id and item.revision >= session.revision
+        for item in case.occurrences
+    )
 
 
 def _valid_id(case_id: str) -> bool:

@@ -8,6 +8,7 @@ compose their own from the same builders.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -23,6 +24,7 @@ from turnwatch.bus.base import Handler
 from turnwatch.bus.ledger import OffsetLedger
 from turnwatch.bus.plugins import RecordHandler, SessionProcessor, load_callable
 from turnwatch.bus.records import INCIDENTS, SCORES, SESSIONS, Output, Record
+from turnwatch.exporters.config import ExporterConfig
 from turnwatch.exporters.evaluation_events import EvaluationEvents
 from turnwatch.exporters.ops import ReadinessCheck
 from turnwatch.exporters.regressions.api import include_incidents_api
@@ -42,6 +44,8 @@ from turnwatch.scorers.outliers import ScoreOutliers
 from turnwatch.scorers.registry import ContractRegistry
 from turnwatch.scorers.runner import Publish, Scorer, ScoringProcessor, bus_processor
 from turnwatch.scores import ScoreRecord
+
+log = logging.getLogger("turnwatch.roles")
 
 
 def scorer_handler(processor: SessionProcessor) -> Handler:
@@ -100,6 +104,20 @@ def contract_lookup(settings: Settings) -> ContractLookup | None:
     return ContractRegistry.from_directory(contracts_dir).for_service if contracts_dir else None
 
 
+def exporter_config(settings: Settings) -> ExporterConfig:
+    """The `exporter` block as this process applies it. In-process drift windows are right only
+    where one process consumes every score record: the embedded bus. A member of the Kafka
+    exporter group sees only its partitions' sessions, so its gauges would disagree with its
+    peers' for the same service and metric; there drift comes from the Prometheus rules over
+    the histograms summed across members (README: several exporter replicas)."""
+    config = settings.exporter
+    if settings.bus.kafka.bootstrap is None or not config.drift.enabled:
+        return config
+    log.info("in-process drift gauges off: an exporter group member sees part of the scores")
+    drift = config.drift.model_copy(update={"enabled": False})
+    return config.model_copy(update={"drift": drift})
+
+
 def build_exporters(settings: Settings, registry: CollectorRegistry) -> Exporters:
     store = CaseStore(
         regressions_dir(settings.data_dir),
@@ -107,7 +125,7 @@ def build_exporters(settings: Settings, registry: CollectorRegistry) -> Exporter
         RegressionMetrics(registry),
         contract_lookup(settings),
     )
-    scores = ScoreExporter(registry, settings.exporter)
+    scores = ScoreExporter(registry, exporter_config(settings))
     handlers: list[RecordHandler] = [scores.handle, IncidentHandler(store)]
     events = None
     if settings.exporter.evaluation_events.endpoint is not None:
