@@ -94,6 +94,40 @@ def fields(
     return found
 
 
+def first_attribute(
+    body: bytes, start: int, end: int, number: int, heads: tuple[bytes, ...]
+) -> int:
+    """Where the first field `number` of the message at [start, end) starts (its tag) whose value
+    is a KeyValue with a key (under 128 bytes) under one of `heads`; -1 if there is none."""
+    position = start
+    while position < end:
+        field_start = position
+        tag = body[position]
+        if 8 <= tag < 128:  # a one-byte tag (fields 1 to 15), as every field of a Span has
+            field, wire_type, position = tag >> 3, tag & 7, position + 1
+        else:
+            field, wire_type, position = tag_at(body, position, end)
+        if wire_type != 2:
+            position = skip(body, position, end, wire_type, field)
+            continue
+        if position < end and body[position] < 128:
+            value_start = position + 1
+            position = value_start + body[position]
+            if position > end:
+                raise Undecodable(MALFORMED)
+        else:
+            value_start, position = length_at(body, position, end)
+        if (
+            field == number
+            and position - value_start > 2
+            and body[value_start] == 10
+            and body[value_start + 1] < 128
+            and body.startswith(heads, value_start + 2, position)
+        ):
+            return field_start
+    return -1
+
+
 class ScopeBlock:
     """One ScopeSpans / ScopeLogs: where its scope and its items are in the body (each item as
     the start of its field, and the start and end of its encoding)."""
