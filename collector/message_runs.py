@@ -44,17 +44,40 @@ RUN_OVERHEAD = 120
 class MessageRun:
     """A run of consecutive input message attributes of one span: its fields' bytes as they were
     on the wire, and the KeyValue encodings of those fields, each checked as `raw_attributes`
-    checks what it keeps undecoded."""
+    checks what it keeps undecoded.
 
-    __slots__ = ("__weakref__", "blob", "head", "items")
+    The bytes are a few chunks, each at least twice as long as the next (`extended`): a run that
+    extends another shares all but its last chunks, so making it copies what the span adds (and
+    now and then a merge), not the history, and finding it compares a few slices."""
 
-    def __init__(self, blob: bytes, items: list[bytes], head: bytes) -> None:
-        self.blob = blob
+    __slots__ = ("__weakref__", "chunks", "head", "items", "size")
+
+    def __init__(self, chunks: tuple[bytes, ...], items: list[bytes], head: bytes) -> None:
+        self.chunks = chunks
+        self.size = sum([len(chunk) for chunk in chunks])
         self.items = items
         self.head = head
 
+    def extended(self, added: bytes, items: list[bytes]) -> MessageRun:
+        """This run followed by `added` (whose attributes end `items`)."""
+        chunks = [*self.chunks, added]
+        while len(chunks) > 1 and len(chunks[-2]) < 2 * len(chunks[-1]):
+            chunks[-2:] = [chunks[-2] + chunks[-1]]
+        return MessageRun(tuple(chunks), items, self.head)
+
+    def starts(self, body: bytes, position: int, end: int) -> bool:
+        """Whether the bytes at `position` (within `end`) begin with this run."""
+        if position + self.size > end:
+            return False
+        for chunk in self.chunks:
+            if not body.startswith(chunk, position):
+                return False
+            position += len(chunk)
+        return True
+
     def held_bytes(self) -> int:
-        return RUN_OVERHEAD + sys.getsizeof(self.blob) + sys.getsizeof(self.items)
+        chunks = sum([sys.getsizeof(chunk) for chunk in self.chunks])
+        return RUN_OVERHEAD + chunks + sys.getsizeof(self.chunks) + sys.getsizeof(self.items)
 
 
 def _opening_end(body: bytes, position: int, end: int, head: bytes) -> int:
@@ -114,16 +137,14 @@ class KnownRuns:
                 refs[:] = [weakref.ref(run) for run in runs]
         best: Any = None
         for run in runs:
-            if (best is None or len(run.blob) > len(best.blob)) and body.startswith(
-                run.blob, position, end
-            ):
+            if (best is None or run.size > best.size) and run.starts(body, position, end):
                 best = run
         return best
 
     def remember(self, run: MessageRun, key: tuple[int, int, int]) -> None:
         """Keep `run` (a weak reference) under `key`, first. The run it extends stays until its
         holder lets it go: a request decoded twice (a retry) finds it again."""
-        if not key[1] or len(run.blob) < key[2]:
+        if not key[1] or run.size < key[2]:
             return
         with self._lock:
             refs = self._runs.pop(key[:2], None)

@@ -68,6 +68,9 @@ count is known. One that cannot is parsed, then counted as a small item is (its 
 the twin leaves unparsed, are not counted)."""
 RUN_BYTES = 256 * 1024
 """Adjacent small spans are parsed together up to this many bytes (one upb call for many)."""
+RUN_GROWTH = 64
+"""A span's run holds at most this many attributes more than the run it begins with: a span
+whose run nobody keeps (a routing collector seals each call and lets it go) walks no more."""
 RESENT_SPAN_BYTES = 8 * 1024
 """A span longer than this is parsed alone, after looking for resent history in its bytes
 (message_runs.py): below it, a history is too short for recognising it to pay."""
@@ -292,7 +295,7 @@ def _alone(body: bytes, view: Any, start: int, end: int, limits: DecodeLimits) -
     if known is None:
         data = view[start:end]
     else:
-        data = b"".join([view[start:position], view[position + len(known.blob) : end]])
+        data = b"".join([view[start:position], view[position + known.size : end]])
     return _parse(RawSpan, data, None), (position, end, head, known, key)
 
 
@@ -336,11 +339,15 @@ def _next_run(body: bytes, found: Found, view: SpanView) -> Any:
     if not key[1]:
         return None  # nothing to find it by
     known_items = len(known.items) if known is not None else 0
-    stop, count = plain_messages(body, position + len(known.blob) if known else position, end, head)
+    start = position + known.size if known is not None else position
+    stop, count = plain_messages(body, start, end, head, RUN_GROWTH)
     if not count:
         return known
-    items = view.message_attributes[head.decode()][: known_items + count]
-    run = MessageRun(body[position:stop], items, head)
+    kept = view.message_attributes[head.decode()]
+    # Usually the input is nothing but the run: its list then is the run's (neither changes).
+    items = kept if len(kept) == known_items + count else kept[: known_items + count]
+    added = body[start:stop]
+    run = known.extended(added, items) if known is not None else MessageRun((added,), items, head)
     KNOWN_RUNS.remember(run, key)
     return run
 

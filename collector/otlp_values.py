@@ -162,12 +162,13 @@ def _string_header(rest: int) -> bytes:
     return header
 
 
-def plain_messages(body: bytes, position: int, end: int, head: bytes) -> tuple[int, int]:
+def plain_messages(body: bytes, position: int, end: int, head: bytes, most: int) -> tuple[int, int]:
     """(end, count) of the run of Span.attributes fields from `position` that are KeyValues under
     `head` (a key under 128 bytes) with nothing but a string value, encoded as `raw_attributes`
-    keeps message attributes undecoded; the run ends at the first field that is not one."""
+    keeps message attributes undecoded; the run ends at the first field that is not one, or
+    after `most` fields."""
     count = 0
-    while position < end and body[position] == _SPAN_ATTRIBUTE_TAG:
+    while count < most and position < end and body[position] == _SPAN_ATTRIBUTE_TAG:
         start, stop = length_at(body, position + 1, end)
         key_end = start + 2 + body[start + 1] if stop - start > 5 else stop
         if not (

@@ -45,10 +45,19 @@ def tag_at(body: bytes, position: int, end: int) -> tuple[int, int, int]:
 
 def length_at(body: bytes, position: int, end: int) -> tuple[int, int]:
     """(start, end) of a length-delimited value whose length varint is at `position`."""
-    length, position = varint(body, position, end, 5)
-    if length > end - position:
+    # Lengths under 16 KiB (one or two bytes) are nearly all of them: read inline.
+    if position < end and body[position] < 128:
+        start = position + 1
+        stop = start + body[position]
+    elif position + 1 < end and body[position + 1] < 128:
+        start = position + 2
+        stop = start + ((body[position] & 127) | body[position + 1] << 7)
+    else:
+        length, start = varint(body, position, end, 5)
+        stop = start + length
+    if stop > end:
         raise Undecodable(MALFORMED)
-    return position, position + length
+    return start, stop
 
 
 def skip(body: bytes, position: int, end: int, wire_type: int, number: int) -> int:
@@ -110,13 +119,7 @@ def first_attribute(
         if wire_type != 2:
             position = skip(body, position, end, wire_type, field)
             continue
-        if position < end and body[position] < 128:
-            value_start = position + 1
-            position = value_start + body[position]
-            if position > end:
-                raise Undecodable(MALFORMED)
-        else:
-            value_start, position = length_at(body, position, end)
+        value_start, position = length_at(body, position, end)
         if (
             field == number
             and position - value_start > 2

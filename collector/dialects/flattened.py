@@ -145,7 +145,8 @@ class FlattenedContent(DeferredContent):
         if self.run is not None and self.run.head == self.input_prefix.encode() + b".":
             # The run's encodings become the channel's (equal, as the input starts with them),
             # so what this input repeats is not kept twice and the next call shares them.
-            self.run.items = self.whole[: len(self.run.items)]
+            known = len(self.run.items)
+            self.run.items = self.whole if len(self.whole) == known else self.whole[:known]
         self.history_bytes = sys.getsizeof(self.whole)
         self.held_bytes += held_size(rest)
         self.inputs, self.previous = rest, previous
@@ -204,13 +205,20 @@ def flattened_content(
     """The message attributes of a flattened model call, split from the rest of the span."""
     input_head, output_head = input_prefix + ".", output_prefix + "."
     held = span.message_attributes
-    inputs: list[Item] = list(held.get(input_head, []))
-    outputs: list[Item] = list(held.get(output_head, []))
+    # The span's own lists (nobody changes them once decoded), copied only to add decoded ones.
+    inputs: list[Item] = held.get(input_head, [])
+    outputs: list[Item] = held.get(output_head, [])
+    decoded_inputs: list[Item] = []
+    decoded_outputs: list[Item] = []
     for key, value in span.attributes.items():
         if key.startswith(input_head):
-            inputs.append((key, value))
+            decoded_inputs.append((key, value))
         elif key.startswith(output_head):
-            outputs.append((key, value))
+            decoded_outputs.append((key, value))
+    if decoded_inputs:
+        inputs = inputs + decoded_inputs
+    if decoded_outputs:
+        outputs = outputs + decoded_outputs
     return FlattenedContent(
         channel, parse, markers, input_prefix, output_prefix, inputs, outputs, span.message_run
     )
