@@ -140,6 +140,8 @@ def test_bad_attributes_after_a_known_run_are_refused_as_the_stock_decoder(diale
     [held] = decoded([first])
     head = HEAD[dialect]
     key = f"{head}23.content".encode()
+    [good] = otlp_proto.decode_traces(protobuf_request([second]), LIMITS).items
+    assert shared(held, good, head) == len(held.message_attributes[head])  # the run is used
     bad_utf8 = b"\x0a" + bytes([len(key)]) + key + b"\x12\x04\x0a\x02\xc3\x28"
     undecodable = _with_attribute(second, bad_utf8)
     assert outcome(otlp_proto.decode_traces, undecodable, LIMITS) == ("undecodable",)
