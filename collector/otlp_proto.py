@@ -284,13 +284,15 @@ Found = tuple[int, int, bytes, Any, tuple[int, int, int]]
 
 def _alone(body: bytes, view: Any, start: int, end: int, limits: DecodeLimits) -> tuple[Any, Any]:
     """A span parsed on its own, less the run of resent attributes it begins its input with."""
+    key = (0, 0, 0)
     try:
         position, head = KnownRuns.locate(body, start, end)
+        if position >= 0:
+            key = KnownRuns.key(body, position, end, head, limits.max_attribute_bytes)
     except Undecodable:
-        position, head = -1, b""  # upb tells what is wrong with it
+        position = -1  # upb tells what is wrong with it
     if position < 0:
         return _parse(RawSpan, view[start:end], None), None
-    key = KnownRuns.key(body, position, end, head, limits.max_attribute_bytes)
     known = KNOWN_RUNS.find(body, position, end, key) if key[1] else None
     if known is None:
         data = view[start:end]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import random
 
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -179,3 +180,20 @@ def test_the_cache_holds_nothing_once_the_spans_are_gone():
     del views
     gc.collect()
     assert len(KNOWN_RUNS) == before
+
+
+def test_corrupted_spans_after_a_known_run_decode_as_the_stock_decoder():
+    messages = texts("corrupt", 40)
+    first = call("openllmetry", "corrupt", 1, messages[:21])
+    [held] = decoded([first])
+    body = protobuf_request([call("openllmetry", "corrupt", 2, messages[:23])])
+    rng = random.Random(7)
+    outcomes = set()
+    for _ in range(150):
+        corrupted = bytearray(body)
+        for _ in range(rng.randint(1, 3)):
+            corrupted[rng.randrange(len(body))] = rng.randrange(256)
+        assert_same(bytes(corrupted), LIMITS)
+        outcomes.add(outcome(otlp_proto.decode_traces, bytes(corrupted), LIMITS)[0])
+    assert outcomes == {"ok", "undecodable"}  # both kinds of body were tried
+    assert held.message_run is not None
