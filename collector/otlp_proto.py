@@ -31,6 +31,7 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1 import trace_pb2
+from turnwatch.collector.message_runs import KNOWN_RUNS, KnownRuns, MessageRun
 from turnwatch.collector.otlp_common import (
     DecodeLimits,
     DecodeResult,
@@ -42,6 +43,7 @@ from turnwatch.collector.otlp_values import (
     any_value,
     attributes,
     check_raw_attributes,
+    plain_messages,
     raw_attributes,
 )
 from turnwatch.collector.otlp_wire import (
@@ -66,6 +68,12 @@ count is known. One that cannot is parsed, then counted as a small item is (its 
 the twin leaves unparsed, are not counted)."""
 RUN_BYTES = 256 * 1024
 """Adjacent small spans are parsed together up to this many bytes (one upb call for many)."""
+RUN_GROWTH = 64
+"""A span's run holds at most this many attributes more than the run it begins with: a span
+whose run nobody keeps (a routing collector seals each call and lets it go) walks no more."""
+RESENT_SPAN_BYTES = 8 * 1024
+"""A span longer than this is parsed alone, after looking for resent history in its bytes
+(message_runs.py): below it, a history is too short for recognising it to pay."""
 
 ReadAttributes = Callable[[Any, DecodeLimits], dict[str, Any]]
 
@@ -269,22 +277,47 @@ def _span_values(span: SpanView) -> int:
     return count
 
 
+# Where a span's input message attributes start, its span's end, their key prefix, the
+# remembered run they begin with (or None), and how runs there are remembered.
+Found = tuple[int, int, bytes, Any, tuple[int, int, int]]
+
+
+def _alone(body: bytes, view: Any, start: int, end: int, limits: DecodeLimits) -> tuple[Any, Any]:
+    """A span parsed on its own, less the run of resent attributes it begins its input with."""
+    key = (0, 0, 0)
+    try:
+        position, head = KnownRuns.locate(body, start, end)
+        if position >= 0:
+            key = KnownRuns.key(body, position, end, head, limits.max_attribute_bytes)
+    except Undecodable:
+        position = -1  # upb tells what is wrong with it
+    if position < 0:
+        return _parse(RawSpan, view[start:end], None), None
+    known = KNOWN_RUNS.find(body, position, end, key) if key[1] else None
+    if known is None:
+        data = view[start:end]
+    else:
+        data = b"".join([view[start:position], view[position + known.size : end]])
+    return _parse(RawSpan, data, None), (position, end, head, known, key)
+
+
 def _raw_spans(
     body: bytes, view: Any, items: list[tuple[int, int, int]], limits: DecodeLimits
-) -> Iterator[tuple[Any, bool]]:
-    """The parsed spans of one scope block, a run of adjacent small ones per upb call."""
+) -> Iterator[tuple[Any, bool, Any]]:
+    """The parsed spans of one scope block, a run of adjacent small ones per upb call, each
+    with what `_alone` found in it (None: parsed whole)."""
     first = 0
     while first < len(items):
         field_start, start, end = items[first]
-        if end - start > LARGE_ITEM_BYTES:
+        if end - start > RESENT_SPAN_BYTES:
             # Each value counted takes at least two bytes (its tag and its length), so an item
             # whose bytes cannot reach the budget is parsed first and counted as a small one is:
             # counting on the wire is then only for items that could pass it.
-            if 1 + (end - start) // 2 > limits.values_left:
+            counted = end - start > LARGE_ITEM_BYTES and 1 + (end - start) // 2 > limits.values_left
+            if counted:
                 limits.take(count_values(body, start, end, SPAN_VALUES, limits.values_left))
-                yield _parse(RawSpan, view[start:end], None), False
-            else:
-                yield _parse(RawSpan, view[start:end], None), True
+            span, found = _alone(body, view, start, end, limits)
+            yield span, not counted, found
             first += 1
             continue
         last = first + 1
@@ -292,13 +325,33 @@ def _raw_spans(
             last < len(items)
             and items[last][0] == end
             and items[last][2] - field_start <= RUN_BYTES
-            and items[last][2] - items[last][1] <= LARGE_ITEM_BYTES
+            and items[last][2] - items[last][1] <= RESENT_SPAN_BYTES
         ):
             end = items[last][2]
             last += 1
         for span in _parse(RawSpanList, view[field_start:end], None).spans[:]:
-            yield span, True
+            yield span, True, None
         first = last
+
+
+def _next_run(body: bytes, found: Found, view: SpanView) -> Any:
+    """The run of input message attributes the span begins its input with (remembered for the
+    spans that follow), or None when it has none."""
+    position, end, head, known, key = found
+    if not key[1]:
+        return None  # nothing to find it by
+    known_items = len(known.items) if known is not None else 0
+    start = position + known.size if known is not None else position
+    stop, count = plain_messages(body, start, end, head, RUN_GROWTH)
+    if not count:
+        return known
+    kept = view.message_attributes[head.decode()]
+    # Usually the input is nothing but the run: its list then is the run's (neither changes).
+    items = kept if len(kept) == known_items + count else kept[: known_items + count]
+    added = body[start:stop]
+    run = known.extended(added, items) if known is not None else MessageRun((added,), items, head)
+    KNOWN_RUNS.remember(run, key)
+    return run
 
 
 def _scope_blocks(
@@ -317,9 +370,11 @@ def decode_traces(body: bytes, limits: DecodeLimits) -> DecodeResult[SpanView]:
     view = memoryview(body)
     result: DecodeResult[SpanView] = DecodeResult()
     for resource, scope, items in _scope_blocks(body, view, limits, "spans"):
-        for span, uncounted in _raw_spans(body, view, items, limits):
+        for span, uncounted, found in _raw_spans(body, view, items, limits):
+            known = found[3] if found is not None else None
+            messages = {found[2].decode(): known.items[:]} if known is not None else {}
             try:
-                converted = _span_view(span, resource, scope, limits, raw_attributes, {})
+                converted = _span_view(span, resource, scope, limits, raw_attributes, messages)
             except ItemRejected as rejection:
                 # Reading stopped at the rejection: what it left unread must still decode.
                 check_raw_attributes(span.attributes)
@@ -329,6 +384,8 @@ def decode_traces(body: bytes, limits: DecodeLimits) -> DecodeResult[SpanView]:
                 continue
             if uncounted:
                 limits.take(_span_values(converted))
+            if found is not None:
+                converted.message_run = _next_run(body, found, converted)
             result.items.append(converted)
     return result
 

@@ -28,7 +28,7 @@ from turnwatch.collector.otlp_common import (
     ItemRejected,
     Undecodable,
 )
-from turnwatch.collector.otlp_wire import KEY_VALUE, nested_too_deep
+from turnwatch.collector.otlp_wire import KEY_VALUE, length_at, nested_too_deep
 
 UNDECODABLE = "body is not an OTLP request"
 
@@ -142,6 +142,7 @@ def encode_varint(n: int) -> bytes:
 # r (bytes after the key) -> the exact bytes between key and text when the value is nothing but
 # AnyValue.string_value (canonical, minimal varints); b"\xff" (never matches a 0x12 tag) if none.
 _STRING_HEADERS: dict[int, bytes] = {}
+_SPAN_ATTRIBUTE_TAG = 0x4A  # Span.attributes: field 9, length-delimited
 
 
 def _string_header(rest: int) -> bytes:
@@ -159,6 +160,31 @@ def _string_header(rest: int) -> bytes:
         _STRING_HEADERS.clear()
     _STRING_HEADERS[rest] = header
     return header
+
+
+def plain_messages(body: bytes, position: int, end: int, head: bytes, most: int) -> tuple[int, int]:
+    """(end, count) of the run of Span.attributes fields from `position` that are KeyValues under
+    `head` (a key under 128 bytes) with nothing but a string value, encoded as `raw_attributes`
+    keeps message attributes undecoded; the run ends at the first field that is not one, or
+    after `most` fields."""
+    count = 0
+    while count < most and position < end and body[position] == _SPAN_ATTRIBUTE_TAG:
+        start, stop = length_at(body, position + 1, end)
+        key_end = start + 2 + body[start + 1] if stop - start > 5 else stop
+        if not (
+            key_end < stop
+            and body[start] == 10
+            and body[start + 1] < 128
+            and body.startswith(head, start + 2, key_end)
+        ):
+            break
+        rest = stop - key_end
+        header = _STRING_HEADERS.get(rest) or _string_header(rest)
+        if not body.startswith(header, key_end, stop):
+            break
+        position = stop
+        count += 1
+    return position, count
 
 
 def parse_key_value(raw: bytes) -> KeyValue:

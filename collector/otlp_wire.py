@@ -45,10 +45,19 @@ def tag_at(body: bytes, position: int, end: int) -> tuple[int, int, int]:
 
 def length_at(body: bytes, position: int, end: int) -> tuple[int, int]:
     """(start, end) of a length-delimited value whose length varint is at `position`."""
-    length, position = varint(body, position, end, 5)
-    if length > end - position:
+    # Lengths under 16 KiB (one or two bytes) are nearly all of them: read inline.
+    if position < end and body[position] < 128:
+        start = position + 1
+        stop = start + body[position]
+    elif position + 1 < end and body[position + 1] < 128:
+        start = position + 2
+        stop = start + ((body[position] & 127) | body[position + 1] << 7)
+    else:
+        length, start = varint(body, position, end, 5)
+        stop = start + length
+    if stop > end:
         raise Undecodable(MALFORMED)
-    return position, position + length
+    return start, stop
 
 
 def skip(body: bytes, position: int, end: int, wire_type: int, number: int) -> int:
@@ -92,6 +101,34 @@ def fields(
         else:
             position = skip(body, position, end, wire_type, number)
     return found
+
+
+def first_attribute(
+    body: bytes, start: int, end: int, number: int, heads: tuple[bytes, ...]
+) -> int:
+    """Where the first field `number` of the message at [start, end) starts (its tag) whose value
+    is a KeyValue with a key (under 128 bytes) under one of `heads`; -1 if there is none."""
+    position = start
+    while position < end:
+        field_start = position
+        tag = body[position]
+        if 8 <= tag < 128:  # a one-byte tag (fields 1 to 15), as every field of a Span has
+            field, wire_type, position = tag >> 3, tag & 7, position + 1
+        else:
+            field, wire_type, position = tag_at(body, position, end)
+        if wire_type != 2:
+            position = skip(body, position, end, wire_type, field)
+            continue
+        value_start, position = length_at(body, position, end)
+        if (
+            field == number
+            and position - value_start > 2
+            and body[value_start] == 10
+            and body[value_start + 1] < 128
+            and body.startswith(heads, value_start + 2, position)
+        ):
+            return field_start
+    return -1
 
 
 class ScopeBlock:

@@ -44,6 +44,10 @@ class SpanView:
     """Flattened message attributes as their KeyValue encodings, checked but not decoded, by
     key prefix (`otlp_values.MESSAGE_HEADS`); the protobuf receiver leaves them here, out of
     `attributes`, so the flattened dialects decode only what a call adds to the last one."""
+    message_run: Any = None
+    """The run of input message attributes the span's input begins with (a
+    `message_runs.MessageRun`, whose encodings start the input's list here): what the protobuf
+    receiver recognises in the next call's bytes, kept alive by whoever holds it."""
 
 
 @dataclass(slots=True)
@@ -123,6 +127,10 @@ class DeferredContent:
     history_bytes: int = 0
     """Memory the whole input the channel keeps (`kept_history`) holds beyond this call, once
     `drop_known` kept only the new part."""
+
+    tail_bytes: int = 0
+    """Memory this content holds only while its call is the channel's last (what it keeps for
+    the next call's decoding, released by the next call's `drop_known`)."""
 
     def fill(self, call: Observation) -> bool:
         """Parse into `call`; True when `call.inputs` holds only what follows the input of the

@@ -20,7 +20,8 @@ class HistoryTail:
     observation: Observation
     history: Any  # a str, list or dict: `object` breaks mypyc's dataclass annotations
     extra_bytes: int
-    """What the whole input holds beyond the observation (which may keep only its new part)."""
+    """What the whole input holds beyond the observation (which may keep only its new part),
+    and what the observation's content holds only while it is the channel's last."""
 
 
 def drop_resent_history(tails: dict[str, HistoryTail], observation: Observation) -> int:
@@ -40,7 +41,7 @@ def drop_resent_history(tails: dict[str, HistoryTail], observation: Observation)
     history = content.kept_history(history)
     observation.size_bytes += content.held_bytes - held_before
     # A trimmed observation no longer holds its whole input: the tail does, until the next.
-    extra = content.history_bytes if observation.resends is not None else 0
+    extra = (content.history_bytes if observation.resends is not None else 0) + content.tail_bytes
     if tail is None:
         tails[content.channel] = HistoryTail(observation, history, extra)
         return TAIL_OVERHEAD + extra

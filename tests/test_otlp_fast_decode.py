@@ -52,7 +52,10 @@ def comparable(view: SpanView) -> SpanView:
         messages.update(otlp_values.raw_attributes(raws, UNLIMITED))
     others = {key: value for key, value in view.attributes.items() if key not in messages}
     return dataclasses.replace(
-        view, attributes={**others, **dict(sorted(messages.items()))}, message_attributes={}
+        view,
+        attributes={**others, **dict(sorted(messages.items()))},
+        message_attributes={},
+        message_run=None,
     )
 
 

@@ -95,6 +95,7 @@ class FlattenedContent(DeferredContent):
         output_prefix: str,
         inputs: list[Item],
         outputs: list[Item],
+        run: Any = None,
     ) -> None:
         self.channel = channel
         self.parse = parse
@@ -107,6 +108,10 @@ class FlattenedContent(DeferredContent):
         self.previous: FlattenedContent | None = None
         self.count = -1  # memo: 1 + the highest message index of the whole input
         self.history_bytes = 0
+        # The run the receiver recognises in the next call's bytes lives while this call is the
+        # channel's last (message_runs.py); counted apart, as it is released then.
+        self.run = run
+        self.tail_bytes = run.held_bytes() if run is not None else 0
         # The input is measured in drop_known: a call that extends the previous one adds only
         # the size of what it adds, instead of walking every message attribute again.
         self.held_bytes = CONTENT_OVERHEAD + held_size(outputs)
@@ -126,6 +131,8 @@ class FlattenedContent(DeferredContent):
         return self.count
 
     def drop_known(self, previous: DeferredContent | None, history: object) -> bool:
+        if isinstance(previous, FlattenedContent):
+            previous.run, previous.tail_bytes = None, 0
         rest = self._rest(previous, history)
         if (
             rest is None
@@ -135,6 +142,11 @@ class FlattenedContent(DeferredContent):
             self.held_bytes += held_size(self.inputs)
             return False
         self.whole = history + rest
+        if self.run is not None and self.run.head == self.input_prefix.encode() + b".":
+            # The run's encodings become the channel's (equal, as the input starts with them),
+            # so what this input repeats is not kept twice and the next call shares them.
+            known = len(self.run.items)
+            self.run.items = self.whole if len(self.whole) == known else self.whole[:known]
         self.history_bytes = sys.getsizeof(self.whole)
         self.held_bytes += held_size(rest)
         self.inputs, self.previous = rest, previous
@@ -193,14 +205,23 @@ def flattened_content(
     """The message attributes of a flattened model call, split from the rest of the span."""
     input_head, output_head = input_prefix + ".", output_prefix + "."
     held = span.message_attributes
-    inputs: list[Item] = list(held.get(input_head, []))
-    outputs: list[Item] = list(held.get(output_head, []))
+    # The span's own lists (nobody changes them once decoded), copied only to add decoded ones.
+    inputs: list[Item] = held.get(input_head, [])
+    outputs: list[Item] = held.get(output_head, [])
+    decoded_inputs: list[Item] = []
+    decoded_outputs: list[Item] = []
     for key, value in span.attributes.items():
         if key.startswith(input_head):
-            inputs.append((key, value))
+            decoded_inputs.append((key, value))
         elif key.startswith(output_head):
-            outputs.append((key, value))
-    return FlattenedContent(channel, parse, markers, input_prefix, output_prefix, inputs, outputs)
+            decoded_outputs.append((key, value))
+    if decoded_inputs:
+        inputs = inputs + decoded_inputs
+    if decoded_outputs:
+        outputs = outputs + decoded_outputs
+    return FlattenedContent(
+        channel, parse, markers, input_prefix, output_prefix, inputs, outputs, span.message_run
+    )
 
 
 def tool_result(call_id: Any, text: str | None, redacted: bool, name: Any = None) -> Message:

@@ -1,0 +1,199 @@
+"""Resent history recognised in the request bytes (collector/message_runs.py).
+
+A flattened call's input attributes that begin with a run the receiver remembers from an earlier
+span are not parsed or checked again: the span is parsed without them and their encodings are
+the run's objects. What is asserted: whatever the history (extended, edited, cut to a window,
+attributes reordered, an undecodable or oversized attribute after a known run), every span
+decodes to what the stock decoder gives, with the same rejections and 400s; a run is used only
+where the input really begins with it; and the cache holds nothing once nobody holds the spans.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import random
+
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from turnwatch.collector import otlp_proto
+from turnwatch.collector.message_runs import KNOWN_RUNS
+from turnwatch.collector.otlp_common import DecodeLimits
+from turnwatch.collector.otlp_values import encode_varint
+from turnwatch.collector.records import SpanView
+
+from tests.conversations import call_attributes, protobuf_request, span, texts
+from tests.test_otlp_fast_decode import assert_same, outcome, reference
+
+FLATTENED = ("openinference", "openllmetry")
+HEAD = {"openinference": "llm.input_messages.", "openllmetry": "gen_ai.prompt."}
+LIMITS = DecodeLimits(max_attribute_bytes=1 << 20)
+
+
+def call(dialect: str, conversation: str, number: int, history: list[tuple[str, str]]) -> SpanView:
+    answer = ("assistant", f"{conversation} answer {number} " + "x" * 400)
+    return span(conversation, number, call_attributes(dialect, history, answer))
+
+
+def decoded(views: list[SpanView], limits: DecodeLimits = LIMITS) -> list[SpanView]:
+    """Each span in a request of its own, in order (runs remembered from the earlier ones)."""
+    body = [protobuf_request([view]) for view in views]
+    out = []
+    for request in body:
+        assert_same(request, limits)  # what the stock decoder gives, before and after
+        out.extend(otlp_proto.decode_traces(request, limits).items)
+    return out
+
+
+def shared(earlier: SpanView, later: SpanView, head: str) -> int:
+    """How many of `later`'s leading input encodings are `earlier`'s very objects."""
+    count = 0
+    for first, second in zip(
+        earlier.message_attributes[head], later.message_attributes[head], strict=False
+    ):
+        if first is not second:
+            break
+        count += 1
+    return count
+
+
+@pytest.mark.parametrize("dialect", FLATTENED)
+def test_an_extended_history_is_recognised_and_decodes_as_the_stock_decoder(dialect):
+    messages = texts(f"runs-{dialect}", 40)
+    views = decoded(
+        [call(dialect, f"runs-{dialect}", n, messages[: 2 * n + 1]) for n in range(1, 20)]
+    )
+    head = HEAD[dialect]
+    for earlier, later in itertools.pairwise(views[10:]):  # spans past 8 KiB
+        # The earlier call's whole input (role and content of each message) is reused as is.
+        assert shared(earlier, later, head) == len(earlier.message_attributes[head])
+        assert later.message_run is not None
+        assert later.message_run.items == later.message_attributes[head]
+
+
+@pytest.mark.parametrize("dialect", FLATTENED)
+def test_an_edited_history_is_parsed_again(dialect):
+    messages = texts(f"edit-{dialect}", 40)
+    first = call(dialect, f"edit-{dialect}", 1, messages[:21])
+    edited = list(messages[:23])
+    edited[10] = (edited[10][0], edited[10][1] + " (edited)")
+    second = call(dialect, f"edit-{dialect}", 2, edited)
+    views = decoded([first, second])
+    head = HEAD[dialect]
+    # Messages 0-9 (their two attributes each) are the same bytes, but the run is the whole of
+    # the first call's input: the second does not begin with it, so nothing is reused.
+    assert shared(views[0], views[1], head) == 0
+    assert views[1].message_run.items == views[1].message_attributes[head]
+
+
+@pytest.mark.parametrize("dialect", FLATTENED)
+def test_a_history_cut_to_a_window_is_parsed_again(dialect):
+    messages = texts(f"window-{dialect}", 40)
+    views = decoded(
+        [
+            call(dialect, f"window-{dialect}", 1, messages[:21]),
+            call(dialect, f"window-{dialect}", 2, messages[2:23]),  # the oldest turn left out
+            call(dialect, f"window-{dialect}", 3, messages[2:25]),  # extends the window
+        ]
+    )
+    head = HEAD[dialect]
+    assert shared(views[0], views[1], head) == 0
+    # A window's indexes start again at 0: its encodings differ from the uncut history's.
+    assert shared(views[1], views[2], head) == len(views[1].message_attributes[head])
+
+
+@pytest.mark.parametrize("dialect", FLATTENED)
+def test_reordered_attributes_decode_as_the_stock_decoder(dialect):
+    messages = texts(f"order-{dialect}", 40)
+    first = call(dialect, f"order-{dialect}", 1, messages[:21])
+    second = call(dialect, f"order-{dialect}", 2, messages[:23])
+    # The same attributes in another order: each message's content before its role.
+    second.attributes = dict(sorted(second.attributes.items(), reverse=True))
+    third = call(dialect, f"order-{dialect}", 3, messages[:25])
+    views = decoded([first, second, third])
+    head = HEAD[dialect]
+    assert shared(views[0], views[1], head) == 0
+    assert shared(views[1], views[2], head) == 0
+    assert shared(views[0], views[2], head) == len(views[0].message_attributes[head])
+
+
+def _with_attribute(view: SpanView, raw: bytes) -> bytes:
+    """The view's request with one more attribute (a raw KeyValue) at the end of its span."""
+    request = ExportTraceServiceRequest.FromString(protobuf_request([view]))
+    scope_spans = request.resource_spans[0].scope_spans[0]
+    span_bytes = scope_spans.spans[0].SerializeToString() + _field(9, raw)
+    scope_spans.ClearField("spans")
+    scope = scope_spans.SerializeToString() + _field(2, span_bytes)
+    request.resource_spans[0].ClearField("scope_spans")
+    return _field(1, request.resource_spans[0].SerializeToString() + _field(2, scope))
+
+
+def _field(number: int, value: bytes) -> bytes:
+    return bytes([number << 3 | 2]) + encode_varint(len(value)) + value
+
+
+@pytest.mark.parametrize("dialect", FLATTENED)
+def test_bad_attributes_after_a_known_run_are_refused_as_the_stock_decoder(dialect):
+    messages = texts(f"bad-{dialect}", 40)
+    first = call(dialect, f"bad-{dialect}", 1, messages[:21])
+    second = call(dialect, f"bad-{dialect}", 2, messages[:23])
+    [held] = decoded([first])
+    head = HEAD[dialect]
+    key = f"{head}23.content".encode()
+    [good] = otlp_proto.decode_traces(protobuf_request([second]), LIMITS).items
+    assert shared(held, good, head) == len(held.message_attributes[head])  # the run is used
+    bad_utf8 = b"\x0a" + bytes([len(key)]) + key + b"\x12\x04\x0a\x02\xc3\x28"
+    undecodable = _with_attribute(second, bad_utf8)
+    assert outcome(otlp_proto.decode_traces, undecodable, LIMITS) == ("undecodable",)
+    assert_same(undecodable, LIMITS)
+    big = KeyValue(key=key.decode(), value=AnyValue(string_value="y" * 2000)).SerializeToString()
+    limits = DecodeLimits(max_attribute_bytes=1500)
+    [held_small] = decoded([first], limits)  # a run checked under this limit
+    oversized = _with_attribute(second, big)
+    result = otlp_proto.decode_traces(oversized, limits)
+    assert (result.rejected, result.rejection_reasons) == (1, {"attribute_too_large": 1})
+    assert_same(oversized, limits)
+    truncated = protobuf_request([second])[:-7]
+    assert outcome(otlp_proto.decode_traces, truncated, LIMITS) == ("undecodable",)
+    assert outcome(reference, truncated, LIMITS) == ("undecodable",)
+    assert held.message_run is not None and held_small.message_run is not None
+
+
+def test_a_run_checked_under_a_larger_limit_is_not_used_under_a_smaller_one():
+    messages = texts("limits", 40, length=700)
+    first = call("openinference", "limits", 1, messages[:21])
+    second = call("openinference", "limits", 2, messages[:23])
+    [held] = decoded([first])
+    small = DecodeLimits(max_attribute_bytes=600)
+    result = otlp_proto.decode_traces(protobuf_request([second]), small)
+    assert (result.rejected, result.rejection_reasons) == (1, {"attribute_too_large": 1})
+    assert held.message_run is not None
+
+
+def test_the_cache_holds_nothing_once_the_spans_are_gone():
+    gc.collect()
+    before = len(KNOWN_RUNS)
+    messages = texts("gone", 40)
+    views = decoded([call("openinference", "gone", n, messages[: 2 * n + 1]) for n in range(5, 9)])
+    assert len(KNOWN_RUNS) > before
+    del views
+    gc.collect()
+    assert len(KNOWN_RUNS) == before
+
+
+def test_corrupted_spans_after_a_known_run_decode_as_the_stock_decoder():
+    messages = texts("corrupt", 40)
+    first = call("openllmetry", "corrupt", 1, messages[:21])
+    [held] = decoded([first])
+    body = protobuf_request([call("openllmetry", "corrupt", 2, messages[:23])])
+    rng = random.Random(7)
+    outcomes = set()
+    for _ in range(150):
+        corrupted = bytearray(body)
+        for _ in range(rng.randint(1, 3)):
+            corrupted[rng.randrange(len(body))] = rng.randrange(256)
+        assert_same(bytes(corrupted), LIMITS)
+        outcomes.add(outcome(otlp_proto.decode_traces, bytes(corrupted), LIMITS)[0])
+    assert outcomes == {"ok", "undecodable"}  # both kinds of body were tried
+    assert held.message_run is not None
