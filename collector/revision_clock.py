@@ -2,12 +2,16 @@
 
 One process numbers a session from its close time. In the distributed layout every routing
 collector stamps each observation as it arrives, and a sessionizer member numbers a session from
-its latest stamp, so every member that builds it gives it the same number (`from_arrivals`)."""
+its latest stamp, so every member that builds it gives it the same number (`from_arrivals`).
+A sessionizer's numbering (`SessionRevisions`) also remembers the last revision it gave each
+conversation, bounded, so a conversation that continues is numbered above it."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+
+from turnwatch.lru import LRU
 
 REVISION_COUNTER_SPAN = 1024
 """Revisions per millisecond before the revision clock runs ahead of the wall clock."""
@@ -49,3 +53,28 @@ def from_arrivals(latest_arrival: int, previous_revision: int) -> int:
     member remembers the conversation, above its last revision whatever the clocks say.
     """
     return max(latest_arrival, previous_revision + 1)
+
+
+class SessionRevisions:
+    """A sessionizer's revision numbering: its clock, and the last revision it gave each
+    conversation it remembers (up to `max_remembered_sessions`, least recently closed
+    forgotten first). A key remembered here closed before: a span arriving for it after its
+    content is dropped is flagged truncated, and its next revision is numbered above the last."""
+
+    def __init__(self, remembered: int, wall_clock: Callable[[], float] = time.time) -> None:
+        self.clock = RevisionClock(wall_clock)
+        self._last: LRU[str, int] = LRU(remembered)
+
+    def number(self, key: str, latest_arrival: int) -> int:
+        """The revision of `key`'s session closing now: from its observations' latest arrival
+        stamp in the sessionizer role (`from_arrivals`), else from the close time."""
+        previous = self._last.get(key) or 0
+        revision = from_arrivals(latest_arrival, previous) if latest_arrival else self.clock.next()
+        self._last.put(key, revision)
+        return revision
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._last
+
+    def __len__(self) -> int:
+        return len(self._last)

@@ -229,7 +229,7 @@ class Member:
             config, self.metrics, self.built, lambda: self.now, ledger=self.ledger
         )
         # The close-time clock of one process; routed sessions must not depend on it.
-        self.pipeline.sessionizer.revisions = RevisionClock(wall_clock)
+        self.pipeline.sessionizer.revisions.clock = RevisionClock(wall_clock)
         self.published: list[tuple[str, ObservationRecord]] = []
         codec = ObservationCodec(Sealer(secret))
         self.intake = ObservationIntake(

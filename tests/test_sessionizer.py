@@ -349,7 +349,7 @@ def test_memory_stays_bounded_under_100k_distinct_conversations() -> None:
 
     assert peak_open <= 500
     assert peak_bytes <= 40_000
-    assert len(sessionizer._closed_keys) <= 1_000
+    assert len(sessionizer.revisions) <= 1_000
     assert len(sessionizer._trace_keys) <= 4 * 500
     # Nothing vanished: every conversation is either still open or was handed back closed.
     assert closed + sessionizer.open_count == 100_000
@@ -552,7 +552,7 @@ def test_accounting_and_bounds_hold_and_no_content_is_lost(steps: list) -> None:
         assert sessionizer.open_count <= config.max_open_sessions
         assert sessionizer.buffered_bytes <= config.max_buffered_bytes
         assert sessionizer.kept_bytes <= config.max_reopen_bytes
-        assert len(sessionizer._closed_keys) <= config.max_remembered_sessions
+        assert len(sessionizer.revisions) <= config.max_remembered_sessions
         assert not set(sessionizer._open) & set(sessionizer._kept)
         # Kept content is ordered by close time, so expiry and bounds pop from the front.
         closed_at = [s.closed_at for s in sessionizer._kept.values()]
