@@ -88,14 +88,16 @@ class OffsetLedger:
             return (topic, partition) in self.assigned
 
     def current(self, positions: Iterable[Position]) -> bool:
-        """Whether every position was read in its partition's present assignment (a session
-        built from a partition that moved since is the new owner's to publish)."""
+        """Whether no partition of these positions moved away since they were read (a session
+        built from one that moved is the new owner's to publish).
+
+        A partition being revoked still counts: in an eager rebalance most partitions come
+        straight back with their fetch position kept, so nothing replays their records, and a
+        session dropped meanwhile would be lost. If the partition does move, its new owner
+        publishes the session again under the same revision (numbered from its observations),
+        which downstream takes for a redelivery."""
         with self._lock:
-            return all(
-                (p.topic, p.partition) in self.assigned
-                and self._epochs.get((p.topic, p.partition), 0) == p.epoch
-                for p in positions
-            )
+            return all(self._epochs.get((p.topic, p.partition), 0) == p.epoch for p in positions)
 
     # The consumer's side.
     def committable(self, topic: str, partition: int, next_offset: int) -> int:
