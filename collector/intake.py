@@ -75,6 +75,7 @@ class ObservationIntake:
         self._waiting: OrderedDict[str, _Waiting] = OrderedDict()
         self._loop: asyncio.AbstractEventLoop | None = None
         ledger.on_revoked = self._revoked
+        ledger.on_delivery = self._delivery
 
     async def handle(self, topic: str, record: Record) -> list[Output]:
         assert isinstance(record, ObservationRecord)  # the bus validated it
@@ -160,6 +161,8 @@ class ObservationIntake:
     def sweep(self) -> None:
         """Traces that waited an idle timeout without a link become sessions of their own;
         links quiet for an idle timeout let their record be committed."""
+        if self.pipeline.sessionizer.idle_held:
+            return  # a rebalance under way (`_hold_idle`)
         deadline = self.clock() - self.idle_timeout
         while self._link_records and next(iter(self._link_records.values()))[1] <= deadline:
             self.ledger.release([self._link_records.popitem(last=False)[1][0]])
@@ -169,6 +172,27 @@ class ObservationIntake:
                 break
             self._sessionize(self._waiting.popitem(last=False)[1])
         self.metrics.pending_traces.set(len(self._waiting))
+
+    def _delivery(self, flowing: bool) -> None:
+        # A consumer thread calls this, as `_revoked`; nothing is buffered before the loop is.
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._hold_idle, not flowing)
+
+    def _hold_idle(self, held: bool) -> None:
+        """A rebalance stops delivery to every member, and each partition that moves is
+        replayed by its next owner only after it: an open conversation's spans may wait there
+        meanwhile (its keyless spans on its trace's partition, forwarded once the replay
+        reaches them). Quiet during a handover says nothing about the conversation, so while
+        delivery is stopped nothing closes on idle, and when it resumes every open session,
+        waiting trace and held link gets a whole idle timeout from then."""
+        self.pipeline.sessionizer.hold_idle(held)
+        if held:
+            return
+        now = self.clock()
+        for waiting in self._waiting.values():
+            waiting.since = max(waiting.since, now)
+        for trace_id, (position, used) in self._link_records.items():
+            self._link_records[trace_id] = (position, max(used, now))
 
     def _revoked(self, partitions: Partitions) -> None:
         # A consumer thread calls this; the buffers belong to the event loop.

@@ -169,14 +169,11 @@ class Sessionizer:
         self.source = 0  # the write-ahead log frame of the items being added (0: none)
         self.source_index = 0  # the index of the item being added within that frame
         self.redelivered = 0  # observations skipped: this member already had them
+        self.idle_held = False  # delivery stopped (a partition rebalance): no idle closes
 
     @property
     def open_count(self) -> int:
         return len(self._open)
-
-    @property
-    def kept_count(self) -> int:
-        return len(self._kept)
 
     @property
     def buffered_bytes(self) -> int:
@@ -238,13 +235,20 @@ class Sessionizer:
         """Close sessions idle for longer than the idle timeout."""
         deadline = self.clock() - self.config.idle_timeout_seconds
         closed = []
-        while self._open:
+        while self._open and not self.idle_held:
             key, session = next(iter(self._open.items()))
             if session.last_activity > deadline:
                 break
             closed.append(self._close(key, CloseReason.IDLE))
         self._forget_expired()
         return closed
+
+    def hold_idle(self, held: bool) -> None:
+        """Stop the idle clock (a rebalance under way), or restart it: every open session then
+        gets a whole idle timeout from now (README: the distributed layout, partition moves)."""
+        self.idle_held = held
+        for session in () if held else self._open.values():
+            session.last_activity = max(session.last_activity, self.clock())
 
     def close_all(self) -> list[ClosedSession]:
         return [self._close(key, CloseReason.SHUTDOWN) for key in list(self._open)]

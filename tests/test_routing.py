@@ -247,6 +247,16 @@ class Member:
             self.ledger.end()
 
 
+def closes_conv_a_with_its_tool_span(member: Member, now: float) -> None:
+    """At `now` conv-a closes as one session, the keyless tool span in it."""
+    member.now = now
+    member.pipeline.sweep()
+    [session] = member.built.sessions
+    assert session.conversation_key == "conv-a"
+    kinds = [o.kind.value for o in member.built.pending[0].closed.state.observations]
+    assert sorted(kinds) == ["llm_call", "tool_execution"]
+
+
 def test_spans_waiting_on_their_trace_are_forwarded_at_the_link_into_their_conversation():
     routing = Routing()
     routing.pipeline.accept_spans(spans(tool_span("conv-a", "call_0")))
@@ -267,12 +277,7 @@ def test_spans_waiting_on_their_trace_are_forwarded_at_the_link_into_their_conve
         assert member.ledger.committable(OBSERVATIONS, 1, 22) == 20
 
     asyncio.run(run())
-    member.now = 10
-    member.pipeline.sweep()
-    [session] = member.built.sessions
-    assert session.conversation_key == "conv-a"
-    kinds = [o.kind.value for o in member.built.pending[0].closed.state.observations]
-    assert sorted(kinds) == ["llm_call", "tool_execution"]  # the tool span found its session
+    closes_conv_a_with_its_tool_span(member, 10)
     assert [item.state.held for item in (p.closed for p in member.built.pending)] == [[]]
     member.built.pending[0].settle()
     member.intake.sweep()  # the trace has been quiet for an idle timeout
@@ -389,6 +394,42 @@ def test_a_session_the_next_owner_replays_keeps_its_revision_so_downstream_count
     taking_over.now = 30
     taking_over.pipeline.sweep()
     assert taking_over.built.sessions[3].revision == continued.revision + 1
+
+
+def test_a_keyless_span_a_rebalance_delays_past_the_idle_timeout_still_joins_its_revision():
+    """A rebalance stops delivery: the trace's link and its keyless span wait on a partition in
+    handover longer than the idle timeout. Nothing closes meanwhile, and after it the waiting
+    trace and the open conversation each get a whole idle timeout: one revision, both spans."""
+    routing = Routing()
+    routing.pipeline.accept_spans(spans(chat_span("conv-a")))
+    [(_, by_conversation), (_, link)] = routing.queued()
+    elsewhere = Routing()  # a collector that never saw the trace's keyed span
+    elsewhere.pipeline.accept_spans(spans(tool_span("conv-a", "call_0")))
+    [(_, by_trace)] = elsewhere.queued()
+    member = Member()
+    everything = [(OBSERVATIONS, 0), (OBSERVATIONS, 1)]
+
+    async def run() -> None:
+        await member.take(by_trace, 0, 1)
+        await member.take(by_conversation, 1, 1)
+        member.ledger.revoke(everything)
+        await asyncio.sleep(0)  # the callback comes from a consumer thread via the loop
+        member.now = 20  # four idle timeouts into the handover
+        member.intake.sweep()
+        member.pipeline.sweep()
+        assert member.pipeline.sessionizer.open_count == 1 and member.built.sessions == []
+        member.ledger.assign(everything)
+        await asyncio.sleep(0)
+        member.now = 24
+        member.intake.sweep()  # the trace waits on: its idle timeout restarted at 20
+        member.pipeline.sweep()
+        assert member.built.sessions == []
+        await member.take(link, 0, 2)
+        [(_, forwarded)] = member.published
+        await member.take(forwarded, 1, 2)
+
+    asyncio.run(run())
+    closes_conv_a_with_its_tool_span(member, 30)
 
 
 def test_a_trace_that_never_gets_a_link_becomes_a_session_of_its_own():

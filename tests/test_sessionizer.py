@@ -158,6 +158,21 @@ def texts(session: Session) -> list[str | None]:
 # --- closing --------------------------------------------------------------------------------
 
 
+def test_while_the_idle_clock_is_held_nothing_closes_and_restarting_gives_a_whole_timeout():
+    """The sessionizer role holds it through a partition rebalance (intake.py)."""
+    harness = Harness()
+    harness.send(exchange("conv-early", "t1", 1))
+    harness.clock.advance(IDLE - 2)
+    harness.send(exchange("conv-late", "t2", 1))
+    harness.pipeline.sessionizer.hold_idle(True)
+    assert harness.sweep_after(3 * IDLE) == []
+    harness.pipeline.sessionizer.hold_idle(False)
+    assert harness.sweep_after(IDLE - 1) == [] and harness.open_count == 2
+    closed = harness.sweep_after(1)
+    assert [s.conversation_key for s in closed] == ["conv-early", "conv-late"]
+    assert harness.closed_total("idle") == 2
+
+
 def test_idle_session_closes_after_the_timeout_and_not_before() -> None:
     harness = Harness()
     harness.send(exchange("conv-idle", "t1", 1))

@@ -40,6 +40,9 @@ class OffsetLedger:
         self._revoking: set[tuple[str, int]] = set()
         self.on_revoked: Callable[[set[tuple[str, int]]], None] | None = None
         """Called (on a consumer thread) with partitions this member no longer owns."""
+        self.on_delivery: Callable[[bool], None] | None = None
+        """Called (on a consumer thread) with False when a rebalance stops delivery (its
+        partitions revoked), True when the next assignment resumes it."""
 
     # The processor's side: the record being handled.
     def begin(self, topic: str, partition: int, offset: int) -> None:
@@ -118,6 +121,8 @@ class OffsetLedger:
             self.assigned |= new
             gone, self._revoking = self._revoking - new, set()
         self.lose(gone)
+        if self.on_delivery is not None:
+            self.on_delivery(True)
 
     def revoke(self, partitions: Iterable[tuple[str, int]]) -> None:
         """A rebalance took these partitions; the next assignment says which ones moved away.
@@ -125,6 +130,8 @@ class OffsetLedger:
         with self._lock:
             self._revoking |= set(partitions)
             self.assigned -= self._revoking
+        if self.on_delivery is not None:
+            self.on_delivery(False)
 
     def lose(self, partitions: Iterable[tuple[str, int]]) -> None:
         """These partitions moved away (or were lost): their holds no longer count, and the
