@@ -7,7 +7,8 @@ names their trace's conversation, then are forwarded to that conversation's owne
 without a link within the idle timeout becomes a session of its own, keyed by the trace id, as in
 one process. A link's record stays uncommitted until its trace has been quiet for an idle
 timeout, so a member that takes the partition over knows the link too. Waiting is bounded: past
-`routing.max_pending_traces` the oldest trace is sessionized at once. When partitions move
+`routing.max_pending_traces` the oldest trace is sessionized at once. An end marker closes its
+conversation after a short grace (`_add`). When partitions move
 away, whatever was buffered from them is dropped unpublished: it was never committed, so the new
 owner replays it.
 """
@@ -30,10 +31,12 @@ from turnwatch.collector.observations import (
 )
 from turnwatch.collector.pipeline import CollectorPipeline
 from turnwatch.collector.router import Publish, chunks
+from turnwatch.collector.session_keys import scoped_key
 
 from turnwatch.bus.ledger import OffsetLedger, Position
 from turnwatch.bus.records import OBSERVATIONS, ObservationRecord, Output, Record
 from turnwatch.lru import LRU
+from turnwatch.schema import CloseReason
 
 log = logging.getLogger("turnwatch.collector")
 
@@ -64,6 +67,10 @@ class ObservationIntake:
         self.publish = publish
         self.max_pending = config.max_pending_traces
         self.idle_timeout = pipeline.config.sessions.idle_timeout_seconds
+        # At most the idle timeout, so the end marker, not the idle sweep, closes the session.
+        self.end_grace = min(config.end_marker_grace_seconds, self.idle_timeout)
+        # Conversations whose end marker came (session key -> when to close), earliest first.
+        self._ending: OrderedDict[str, float] = OrderedDict()
         self.clock = clock
         self._links: LRU[str, str] = LRU(config.max_traces)
         # Trace -> (its link record, last use), least recently used first: a link holds its
@@ -98,12 +105,27 @@ class ObservationIntake:
             else:
                 for item in self.codec.open_observations(record):
                     self.ledger.hold(position)
-                    self.pipeline.add_routed(item, position)
+                    self._add(item, position)
         except BadObservations as exc:
             self.metrics.observations_dropped.labels(exc.reason).inc()
             raise  # the bus parks it on the dead letter topic
         self.metrics.pending_traces.set(len(self._waiting))
         return []
+
+    def _add(self, item: RoutedObservation, position: Position) -> None:
+        """Into the pipeline; an end marker closes its conversation only after a grace without
+        another span of it (`routing.end_marker_grace_seconds`). The marker is one span of the
+        conversation's last turn; the others may come through other collectors, whose records
+        reach this member later, or be forwarded from their trace's partition after it. Closed
+        at once, the conversation lost them to a next revision of their own."""
+        context = item.context
+        if self.end_grace > 0 and context.conversation_key is not None:
+            key = scoped_key(context.service, context.conversation_key)
+            if context.is_end_marker or key in self._ending:
+                context.is_end_marker = False
+                self._ending[key] = self.clock() + self.end_grace
+                self._ending.move_to_end(key)
+        self.pipeline.add_routed(item, position)
 
     async def _take_trace_routed(self, items: list[RoutedObservation], position: Position) -> None:
         forward: dict[str, list[tuple[RoutedObservation, Position]]] = {}
@@ -172,6 +194,10 @@ class ObservationIntake:
                 break
             self._sessionize(self._waiting.popitem(last=False)[1])
         self.metrics.pending_traces.set(len(self._waiting))
+        ended = []
+        while self._ending and next(iter(self._ending.values())) <= self.clock():
+            ended.append(self._ending.popitem(last=False)[0])
+        self.pipeline.close_keys(ended, CloseReason.END_MARKER)
 
     def _delivery(self, flowing: bool) -> None:
         # A consumer thread calls this, as `_revoked`; nothing is buffered before the loop is.
@@ -193,6 +219,8 @@ class ObservationIntake:
             waiting.since = max(waiting.since, now)
         for trace_id, (position, used) in self._link_records.items():
             self._link_records[trace_id] = (position, max(used, now))
+        for key, due in self._ending.items():
+            self._ending[key] = max(due, now + self.end_grace)
 
     def _revoked(self, partitions: Partitions) -> None:
         # A consumer thread calls this; the buffers belong to the event loop.

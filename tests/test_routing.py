@@ -57,6 +57,7 @@ from turnwatch.bus.ledger import OffsetLedger, Position
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.records import OBSERVATIONS, SESSIONS, ObservationRecord
 from turnwatch.revisions import SeenRevisions
+from turnwatch.schema import CloseReason
 
 SECRET = b"unit-test-deployment-secret-0123"
 CODEC = ObservationCodec(Sealer(SECRET))
@@ -430,6 +431,51 @@ def test_a_keyless_span_a_rebalance_delays_past_the_idle_timeout_still_joins_its
 
     asyncio.run(run())
     closes_conv_a_with_its_tool_span(member, 30)
+
+
+END_MARKER = {"turnwatch.session.end": "true"}
+
+
+def test_an_end_marker_that_overtakes_the_last_spans_of_its_conversation_waits_for_them():
+    """The last turn's marker went through one collector, its other span through another whose
+    record this member reads later: the conversation closes at the marker, after a grace that
+    each of its spans restarts, with both in one revision."""
+    first, last = chat_span("conv-a", 0), chat_span("conv-a", 1, extra=END_MARKER)
+    marking, other = Routing(), Routing()
+    marking.pipeline.accept_spans(spans(last))
+    other.pipeline.accept_spans(spans(first))
+    [(_, marker), _] = marking.queued()
+    [(_, overtaken), _] = other.queued()
+    member = Member()
+    grace = member.intake.end_grace
+    assert grace == 2.0  # routing.end_marker_grace_seconds, below the idle timeout of 5
+
+    async def run() -> None:
+        await member.take(marker, 1, 1)
+        member.now = grace - 0.5
+        member.intake.sweep()
+        assert member.built.sessions == []
+        await member.take(overtaken, 1, 2)
+        member.now += grace - 0.5
+        member.intake.sweep()
+        assert member.built.sessions == []  # the late span restarted the grace
+
+    asyncio.run(run())
+    member.now += 0.5
+    member.intake.sweep()
+    [session] = member.built.sessions
+    assert session.close_reason is CloseReason.END_MARKER
+    texts = [turn.text for turn in session.turns]
+    assert texts == ["question 0", "answer 0", "question 1", "answer 1"]
+    assert member.pipeline.sessionizer.open_count == 0
+    # A span after the grace is a later revision, as one process makes it.
+    marking.pipeline.accept_spans(spans(chat_span("conv-a", 2)))
+    [(_, later)] = marking.queued()
+    asyncio.run(member.take(later, 1, 3))
+    member.now += 10
+    member.pipeline.sweep()
+    [_, continued] = member.built.sessions
+    assert continued.revision > session.revision and continued.close_reason is CloseReason.IDLE
 
 
 def test_a_trace_that_never_gets_a_link_becomes_a_session_of_its_own():
