@@ -71,6 +71,8 @@ class ObservationIntake:
         self.end_grace = min(config.end_marker_grace_seconds, self.idle_timeout)
         # Conversations whose end marker came (session key -> when to close), earliest first.
         self._ending: OrderedDict[str, float] = OrderedDict()
+        # Until then a rebalance may still be delaying spans (`_hold_idle`).
+        self._settling_until = 0.0
         self.clock = clock
         self._links: LRU[str, str] = LRU(config.max_traces)
         # Trace -> (its link record, last use), least recently used first: a link holds its
@@ -118,12 +120,13 @@ class ObservationIntake:
         conversation's last turn; the others may come through other collectors, whose records
         reach this member later, or be forwarded from their trace's partition after it. Closed
         at once, the conversation lost them to a next revision of their own."""
-        context = item.context
+        context, now = item.context, self.clock()
         if self.end_grace > 0 and context.conversation_key is not None:
             key = scoped_key(context.service, context.conversation_key)
             if context.is_end_marker or key in self._ending:
                 context.is_end_marker = False
-                self._ending[key] = self.clock() + self.end_grace
+                settling = now < self._settling_until
+                self._ending[key] = now + (self.idle_timeout if settling else self.end_grace)
                 self._ending.move_to_end(key)
         self.pipeline.add_routed(item, position)
 
@@ -210,17 +213,21 @@ class ObservationIntake:
         meanwhile (its keyless spans on its trace's partition, forwarded once the replay
         reaches them). Quiet during a handover says nothing about the conversation, so while
         delivery is stopped nothing closes on idle, and when it resumes every open session,
-        waiting trace and held link gets a whole idle timeout from then."""
+        waiting trace and held link gets a whole idle timeout from then. For an idle timeout
+        after that an end marker is not taken for the last span either: its conversation's
+        other spans may still wait on a partition being replayed, so it closes the
+        conversation after an idle timeout without another span rather than the grace."""
         self.pipeline.sessionizer.hold_idle(held)
         if held:
             return
         now = self.clock()
+        self._settling_until = now + self.idle_timeout
         for waiting in self._waiting.values():
             waiting.since = max(waiting.since, now)
         for trace_id, (position, used) in self._link_records.items():
             self._link_records[trace_id] = (position, max(used, now))
         for key, due in self._ending.items():
-            self._ending[key] = max(due, now + self.end_grace)
+            self._ending[key] = max(due, self._settling_until)
 
     def _revoked(self, partitions: Partitions) -> None:
         # A consumer thread calls this; the buffers belong to the event loop.

@@ -478,6 +478,35 @@ def test_an_end_marker_that_overtakes_the_last_spans_of_its_conversation_waits_f
     assert continued.revision > session.revision and continued.close_reason is CloseReason.IDLE
 
 
+def test_for_an_idle_timeout_after_a_rebalance_an_end_marker_waits_an_idle_timeout():
+    """Its conversation's other spans may still wait on a partition that is being replayed."""
+    routing = Routing()
+    routing.pipeline.accept_spans(spans(chat_span("conv-a", 0, extra=END_MARKER)))
+    routing.pipeline.accept_spans(spans(chat_span("conv-b", 0, extra=END_MARKER)))
+    [(_, before), _, (_, after), _] = routing.queued()
+    member = Member()
+    everything = [(OBSERVATIONS, 0), (OBSERVATIONS, 1)]
+
+    async def run() -> None:
+        await member.take(before, 1, 1)  # its grace would end at 2
+        member.ledger.revoke(everything)
+        member.ledger.assign(everything)  # at 0: settling until 5
+        await asyncio.sleep(0)
+        member.now = 1
+        await member.take(after, 1, 2)
+
+    asyncio.run(run())
+    member.now = 1 + member.intake.end_grace
+    member.intake.sweep()
+    assert member.built.sessions == []
+    member.now = 5
+    member.intake.sweep()
+    assert [s.conversation_key for s in member.built.sessions] == ["conv-a"]
+    member.now = 6  # an idle timeout after conv-b's marker
+    member.intake.sweep()
+    assert [s.close_reason for s in member.built.sessions] == [CloseReason.END_MARKER] * 2
+
+
 def test_a_trace_that_never_gets_a_link_becomes_a_session_of_its_own():
     routing = Routing()
     routing.pipeline.accept_spans(spans(tool_span("conv-a", "call_0")))
