@@ -85,9 +85,6 @@ def settings_for(data_dir: Path, **overrides: object) -> Settings:
         **{
             "deid.secret": SECRET,
             "data_dir": str(data_dir),
-            # Sessions close on idle only: an end marker routed through another collector may
-            # overtake the last spans of its conversation (README: the distributed layout).
-            "sessions.end_marker_attributes": {},
             # Well above the routing hop's delay on a loaded machine (a keyless span waits for
             # its trace's link, then is forwarded): a closer idle timeout splits conversations.
             "sessions.idle_timeout_seconds": 5.0,
@@ -456,7 +453,6 @@ def member_process(bootstrap: str, workdir: Path, idle_timeout: float) -> ServeP
     settings = {
         "deid.secret": SECRET,
         "deid.workers": 1,
-        "sessions.end_marker_attributes": {},
         "sessions.idle_timeout_seconds": idle_timeout,
         "sessions.sweep_interval_seconds": 0.1,
         "bus.kafka.bootstrap": bootstrap,
