@@ -73,6 +73,19 @@ class SessionRevisions:
         self._last.put(key, revision)
         return revision
 
+    def published_long_ago(self, key: str, arrival: int, window_seconds: float) -> bool:
+        """Whether an observation of `key`, whose session content is no longer kept, is one
+        of its published revisions brought again: stamped at or below the last revision and
+        taken by a collector more than the reopen window ago (by this clock). A replay brings
+        such observations when a partition's commit stayed that long below them (a
+        conversation open for hours holds it) and the partition moves; within the window the
+        kept session's arrival identities recognise them. A never-seen observation that old
+        would have waited on the bus for longer than the reopen window, so it is taken for a
+        redelivery too (counted in `turnwatch_observations_redelivered_total`)."""
+        last = self._last.get(key)
+        age_ms = self.clock.wall_clock() * 1000 - arrival / REVISION_COUNTER_SPAN
+        return last is not None and arrival <= last and age_ms > window_seconds * 1000
+
     def __contains__(self, key: str) -> bool:
         return key in self._last
 

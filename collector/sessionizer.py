@@ -202,7 +202,12 @@ class Sessionizer:
         key, source = self._resolve_key(trace_id, context)
         identity = hash((arrival, trace_id, time_ns)) if arrival else 0
         holding = (self._open.get(key) or self._kept.get(key)) if identity else None
-        if holding is not None and identity in holding.arrivals:
+        window = self.config.reopen_window_seconds
+        if identity and (
+            identity in holding.arrivals
+            if holding is not None
+            else self.revisions.published_long_ago(key, arrival, window)
+        ):
             self.redelivered += 1
             return ()
         now = self.clock()
@@ -349,13 +354,8 @@ class Sessionizer:
             self.kept_bytes -= kept.size
             if now - kept.closed_at <= self.config.reopen_window_seconds:
                 return kept.continued(now)
-        return OpenSession(
-            key,
-            source,
-            now,
-            now,
-            head_emitted=kept is not None or key in self.revisions,
-        )
+        closed_before = kept is not None or key in self.revisions
+        return OpenSession(key, source, now, now, head_emitted=closed_before)
 
     def _absorb(
         self,

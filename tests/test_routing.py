@@ -57,7 +57,7 @@ from turnwatch.bus.ledger import OffsetLedger, Position
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.records import OBSERVATIONS, SESSIONS, ObservationRecord
 from turnwatch.revisions import SeenRevisions
-from turnwatch.schema import CloseReason
+from turnwatch.schema import CloseReason, Session
 
 SECRET = b"unit-test-deployment-secret-0123"
 CODEC = ObservationCodec(Sealer(SECRET))
@@ -433,6 +433,53 @@ def test_a_keyless_span_a_rebalance_delays_past_the_idle_timeout_still_joins_its
     closes_conv_a_with_its_tool_span(member, 30)
 
 
+def continues_conv_a(member: Member, routing: Routing, number: int, offset: int) -> Session:
+    """Turn `number` of conv-a, through `routing`, after its one session closed: the next
+    revision, which this returns once it has closed on idle."""
+    routing.pipeline.accept_spans(spans(chat_span("conv-a", number)))
+    [(_, later)] = routing.queued()
+    asyncio.run(member.take(later, 1, offset))
+    member.now += 10
+    member.pipeline.sweep()
+    [first, continued] = member.built.sessions
+    assert continued.revision > first.revision
+    return continued
+
+
+def test_a_replay_after_the_reopen_window_brings_nothing_twice_yet_a_new_turn_still_counts():
+    """A partition's commit stayed below a forwarded span for longer than the reopen window (a
+    conversation open for hours holds it), then the partition moved: its next owner forwards
+    the span again to a member that no longer keeps the closed session's content."""
+    now = [1_800_000_000.0]
+    routing = Routing(wall_clock=lambda: now[0])
+    routing.pipeline.accept_spans(spans(chat_span("conv-a")))
+    [(_, by_conversation), (_, link)] = routing.queued()
+    elsewhere = Routing(wall_clock=lambda: now[0])
+    elsewhere.pipeline.accept_spans(spans(tool_span("conv-a", "call_0")))
+    [(_, by_trace)] = elsewhere.queued()
+    member = Member(wall_clock=lambda: now[0])
+    window = member.pipeline.config.sessions.reopen_window_seconds
+
+    async def run() -> None:
+        await member.take(by_trace, 0, 1)
+        await member.take(by_conversation, 1, 1)
+        await member.take(link, 0, 2)
+
+    asyncio.run(run())
+    [(_, forwarded)] = member.published
+    asyncio.run(member.take(forwarded, 1, 2))
+    closes_conv_a_with_its_tool_span(member, 10)
+    member.now, now[0] = 10 + window + 1, now[0] + window + 1  # past the window
+    member.pipeline.sweep()
+    assert member.pipeline.sessionizer.kept_bytes == 0  # the content is gone
+    held = member.ledger.held()
+    asyncio.run(member.take(forwarded, 1, 3))  # forwarded again by the trace's next owner
+    assert member.metrics.observations_redelivered._value.get() == 1
+    assert member.pipeline.sessionizer.open_count == 0 and member.ledger.held() == held
+    # The conversation continuing, through a collector, still opens its next revision.
+    assert continues_conv_a(member, routing, 1, 4).truncated
+
+
 END_MARKER = {"turnwatch.session.end": "true"}
 
 
@@ -469,13 +516,7 @@ def test_an_end_marker_that_overtakes_the_last_spans_of_its_conversation_waits_f
     assert texts == ["question 0", "answer 0", "question 1", "answer 1"]
     assert member.pipeline.sessionizer.open_count == 0
     # A span after the grace is a later revision, as one process makes it.
-    marking.pipeline.accept_spans(spans(chat_span("conv-a", 2)))
-    [(_, later)] = marking.queued()
-    asyncio.run(member.take(later, 1, 3))
-    member.now += 10
-    member.pipeline.sweep()
-    [_, continued] = member.built.sessions
-    assert continued.revision > session.revision and continued.close_reason is CloseReason.IDLE
+    assert continues_conv_a(member, marking, 2, 3).close_reason is CloseReason.IDLE
 
 
 def test_for_an_idle_timeout_after_a_rebalance_an_end_marker_waits_an_idle_timeout():
