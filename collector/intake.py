@@ -8,9 +8,9 @@ without a link within the idle timeout becomes a session of its own, keyed by th
 one process. A link's record stays uncommitted until its trace has been quiet for an idle
 timeout, so a member that takes the partition over knows the link too. Waiting is bounded: past
 `routing.max_pending_traces` the oldest trace is sessionized at once. An end marker closes its
-conversation after a short grace (`_add`). When partitions move
-away, whatever was buffered from them is dropped unpublished: it was never committed, so the new
-owner replays it.
+conversation after a short grace (`_add`). When partitions move away, whatever was buffered
+from them is dropped unpublished: it was never committed, so the new owner replays it; while
+they move, the idle clock stops (`_hold_idle`).
 """
 
 from __future__ import annotations
