@@ -233,6 +233,13 @@ class RoutingConfig(Section):
         gt=0,
         description="Sessionizer: traces whose spans wait for a link to their conversation.",
     )
+    end_marker_grace_seconds: float = Field(
+        default=2.0,
+        ge=0,
+        description="Sessionizer: an end marker closes its conversation once no other span of "
+        "it has come for this long (at most the idle timeout), not at once: the conversation's "
+        "last spans, routed through other collectors, may arrive after it. 0: at once.",
+    )
 
 
 class CollectorConfig(Section):

@@ -7,9 +7,10 @@ names their trace's conversation, then are forwarded to that conversation's owne
 without a link within the idle timeout becomes a session of its own, keyed by the trace id, as in
 one process. A link's record stays uncommitted until its trace has been quiet for an idle
 timeout, so a member that takes the partition over knows the link too. Waiting is bounded: past
-`routing.max_pending_traces` the oldest trace is sessionized at once. When partitions move
-away, whatever was buffered from them is dropped unpublished: it was never committed, so the new
-owner replays it.
+`routing.max_pending_traces` the oldest trace is sessionized at once. An end marker closes its
+conversation after a short grace (`_add`). When partitions move away, whatever was buffered
+from them is dropped unpublished: it was never committed, so the new owner replays it; while
+they move, the idle clock stops (`_hold_idle`).
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ from turnwatch.collector.observations import (
 )
 from turnwatch.collector.pipeline import CollectorPipeline
 from turnwatch.collector.router import Publish, chunks
+from turnwatch.collector.session_keys import scoped_key
 
 from turnwatch.bus.ledger import OffsetLedger, Position
 from turnwatch.bus.records import OBSERVATIONS, ObservationRecord, Output, Record
 from turnwatch.lru import LRU
+from turnwatch.schema import CloseReason
 
 log = logging.getLogger("turnwatch.collector")
 
@@ -64,6 +67,12 @@ class ObservationIntake:
         self.publish = publish
         self.max_pending = config.max_pending_traces
         self.idle_timeout = pipeline.config.sessions.idle_timeout_seconds
+        # At most the idle timeout, so the end marker, not the idle sweep, closes the session.
+        self.end_grace = min(config.end_marker_grace_seconds, self.idle_timeout)
+        # Conversations whose end marker came (session key -> when to close), earliest first.
+        self._ending: OrderedDict[str, float] = OrderedDict()
+        # Until then a rebalance may still be delaying spans (`_hold_idle`).
+        self._settling_until = 0.0
         self.clock = clock
         self._links: LRU[str, str] = LRU(config.max_traces)
         # Trace -> (its link record, last use), least recently used first: a link holds its
@@ -75,6 +84,7 @@ class ObservationIntake:
         self._waiting: OrderedDict[str, _Waiting] = OrderedDict()
         self._loop: asyncio.AbstractEventLoop | None = None
         ledger.on_revoked = self._revoked
+        ledger.on_delivery = self._delivery
 
     async def handle(self, topic: str, record: Record) -> list[Output]:
         assert isinstance(record, ObservationRecord)  # the bus validated it
@@ -97,12 +107,28 @@ class ObservationIntake:
             else:
                 for item in self.codec.open_observations(record):
                     self.ledger.hold(position)
-                    self.pipeline.add_routed(item, position)
+                    self._add(item, position)
         except BadObservations as exc:
             self.metrics.observations_dropped.labels(exc.reason).inc()
             raise  # the bus parks it on the dead letter topic
         self.metrics.pending_traces.set(len(self._waiting))
         return []
+
+    def _add(self, item: RoutedObservation, position: Position) -> None:
+        """Into the pipeline; an end marker closes its conversation only after a grace without
+        another span of it (`routing.end_marker_grace_seconds`). The marker is one span of the
+        conversation's last turn; the others may come through other collectors, whose records
+        reach this member later, or be forwarded from their trace's partition after it. Closed
+        at once, the conversation lost them to a next revision of their own."""
+        context, now = item.context, self.clock()
+        if self.end_grace > 0 and context.conversation_key is not None:
+            key = scoped_key(context.service, context.conversation_key)
+            if context.is_end_marker or key in self._ending:
+                context.is_end_marker = False
+                settling = now < self._settling_until
+                self._ending[key] = now + (self.idle_timeout if settling else self.end_grace)
+                self._ending.move_to_end(key)
+        self.pipeline.add_routed(item, position)
 
     async def _take_trace_routed(self, items: list[RoutedObservation], position: Position) -> None:
         forward: dict[str, list[tuple[RoutedObservation, Position]]] = {}
@@ -160,6 +186,8 @@ class ObservationIntake:
     def sweep(self) -> None:
         """Traces that waited an idle timeout without a link become sessions of their own;
         links quiet for an idle timeout let their record be committed."""
+        if self.pipeline.sessionizer.idle_held:
+            return  # a rebalance under way (`_hold_idle`)
         deadline = self.clock() - self.idle_timeout
         while self._link_records and next(iter(self._link_records.values()))[1] <= deadline:
             self.ledger.release([self._link_records.popitem(last=False)[1][0]])
@@ -169,6 +197,37 @@ class ObservationIntake:
                 break
             self._sessionize(self._waiting.popitem(last=False)[1])
         self.metrics.pending_traces.set(len(self._waiting))
+        ended = []
+        while self._ending and next(iter(self._ending.values())) <= self.clock():
+            ended.append(self._ending.popitem(last=False)[0])
+        self.pipeline.close_keys(ended, CloseReason.END_MARKER)
+
+    def _delivery(self, flowing: bool) -> None:
+        # A consumer thread calls this, as `_revoked`; nothing is buffered before the loop is.
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._hold_idle, not flowing)
+
+    def _hold_idle(self, held: bool) -> None:
+        """A rebalance stops delivery to every member, and each partition that moves is
+        replayed by its next owner only after it: an open conversation's spans may wait there
+        meanwhile (its keyless spans on its trace's partition, forwarded once the replay
+        reaches them). Quiet during a handover says nothing about the conversation, so while
+        delivery is stopped nothing closes on idle, and when it resumes every open session,
+        waiting trace and held link gets a whole idle timeout from then. For an idle timeout
+        after that an end marker is not taken for the last span either: its conversation's
+        other spans may still wait on a partition being replayed, so it closes the
+        conversation after an idle timeout without another span rather than the grace."""
+        self.pipeline.sessionizer.hold_idle(held)
+        if held:
+            return
+        now = self.clock()
+        self._settling_until = now + self.idle_timeout
+        for waiting in self._waiting.values():
+            waiting.since = max(waiting.since, now)
+        for trace_id, (position, used) in self._link_records.items():
+            self._link_records[trace_id] = (position, max(used, now))
+        for key, due in self._ending.items():
+            self._ending[key] = max(due, self._settling_until)
 
     def _revoked(self, partitions: Partitions) -> None:
         # A consumer thread calls this; the buffers belong to the event loop.

@@ -22,7 +22,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -351,6 +351,12 @@ class CollectorPipeline:
             for item in self.sessionizer.close_keys((key,), CloseReason.EVICTED):
                 wal.metrics.evicted.inc()
                 self._emit(item)
+
+    def close_keys(self, keys: Iterable[str], reason: CloseReason) -> None:
+        """Close these open sessions now (the sessionizer role's ended conversations)."""
+        for item in self.sessionizer.close_keys(keys, reason):
+            self._emit(item)
+        self._update_gauges()
 
     def close_all(self) -> None:
         for item in self.sessionizer.close_all():

@@ -2,12 +2,16 @@
 
 One process numbers a session from its close time. In the distributed layout every routing
 collector stamps each observation as it arrives, and a sessionizer member numbers a session from
-its latest stamp, so every member that builds it gives it the same number (`from_arrivals`)."""
+its latest stamp, so every member that builds it gives it the same number (`from_arrivals`).
+A sessionizer's numbering (`SessionRevisions`) also remembers the last revision it gave each
+conversation, bounded, so a conversation that continues is numbered above it."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+
+from turnwatch.lru import LRU
 
 REVISION_COUNTER_SPAN = 1024
 """Revisions per millisecond before the revision clock runs ahead of the wall clock."""
@@ -49,3 +53,41 @@ def from_arrivals(latest_arrival: int, previous_revision: int) -> int:
     member remembers the conversation, above its last revision whatever the clocks say.
     """
     return max(latest_arrival, previous_revision + 1)
+
+
+class SessionRevisions:
+    """A sessionizer's revision numbering: its clock, and the last revision it gave each
+    conversation it remembers (up to `max_remembered_sessions`, least recently closed
+    forgotten first). A key remembered here closed before: a span arriving for it after its
+    content is dropped is flagged truncated, and its next revision is numbered above the last."""
+
+    def __init__(self, remembered: int, wall_clock: Callable[[], float] = time.time) -> None:
+        self.clock = RevisionClock(wall_clock)
+        self._last: LRU[str, int] = LRU(remembered)
+
+    def number(self, key: str, latest_arrival: int) -> int:
+        """The revision of `key`'s session closing now: from its observations' latest arrival
+        stamp in the sessionizer role (`from_arrivals`), else from the close time."""
+        previous = self._last.get(key) or 0
+        revision = from_arrivals(latest_arrival, previous) if latest_arrival else self.clock.next()
+        self._last.put(key, revision)
+        return revision
+
+    def published_long_ago(self, key: str, arrival: int, window_seconds: float) -> bool:
+        """Whether an observation of `key`, whose session content is no longer kept, is one
+        of its published revisions brought again: stamped at or below the last revision and
+        taken by a collector more than the reopen window ago (by this clock). A replay brings
+        such observations when a partition's commit stayed that long below them (a
+        conversation open for hours holds it) and the partition moves; within the window the
+        kept session's arrival identities recognise them. A never-seen observation that old
+        would have waited on the bus for longer than the reopen window, so it is taken for a
+        redelivery too (counted in `turnwatch_observations_redelivered_total`)."""
+        last = self._last.get(key)
+        age_ms = self.clock.wall_clock() * 1000 - arrival / REVISION_COUNTER_SPAN
+        return last is not None and arrival <= last and age_ms > window_seconds * 1000
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._last
+
+    def __len__(self) -> int:
+        return len(self._last)

@@ -28,11 +28,10 @@ from typing import Any
 from turnwatch.collector.config import SessionConfig
 from turnwatch.collector.records import Context, Observation, ObservationKind, first_values
 from turnwatch.collector.resent_history import HistoryTail, drop_resent_history
-from turnwatch.collector.revision_clock import RevisionClock, from_arrivals
+from turnwatch.collector.revision_clock import SessionRevisions
 from turnwatch.collector.session_keys import conversation_of_key, scoped_key
 from turnwatch.collector.wal.sources import Sources, merged_sources, note_source
 
-from turnwatch.lru import LRU
 from turnwatch.schema import CloseReason
 
 TRACE_KEY_SOURCE = "trace_id"
@@ -149,15 +148,13 @@ class Sessionizer:
     ) -> None:
         self.config = config
         self.clock = clock
-        self.revisions = RevisionClock(wall_clock)
+        self.revisions = SessionRevisions(config.max_remembered_sessions, wall_clock)
         # Open sessions are ordered by activity but not an LRU: they are bounded by count and by
         # bytes together, and evicting one closes it (the caller gets it), rather than forgets it.
         self._open: OrderedDict[str, OpenSession] = OrderedDict()
         # Closed sessions whose content is kept for the reopen window, oldest close first; bounded
         # by bytes (`max_reopen_bytes`) and by age, so an ordered map rather than the LRU.
         self._kept: OrderedDict[str, OpenSession] = OrderedDict()
-        # Keys closed lately, and their last revision: a late span is flagged truncated.
-        self._closed_keys: LRU[str, int] = LRU(config.max_remembered_sessions)
         # Touched by every span, so a local OrderedDict rather than the shared LRU: from this
         # compiled module, going through the LRU's Python methods measured about 12% more CPU per
         # span in `add` (compiled A/B, 30 alternating runs). Same bound and order as the LRU.
@@ -172,14 +169,11 @@ class Sessionizer:
         self.source = 0  # the write-ahead log frame of the items being added (0: none)
         self.source_index = 0  # the index of the item being added within that frame
         self.redelivered = 0  # observations skipped: this member already had them
+        self.idle_held = False  # delivery stopped (a partition rebalance): no idle closes
 
     @property
     def open_count(self) -> int:
         return len(self._open)
-
-    @property
-    def kept_count(self) -> int:
-        return len(self._kept)
 
     @property
     def buffered_bytes(self) -> int:
@@ -191,7 +185,7 @@ class Sessionizer:
         """Everything the sessionizer holds: content and its key maps (bounded by entry counts)."""
         return (
             self.buffered_bytes
-            + len(self._closed_keys) * CLOSED_KEY_BYTES
+            + len(self.revisions) * CLOSED_KEY_BYTES
             + len(self._trace_keys) * TRACE_KEY_BYTES
         )
 
@@ -208,7 +202,12 @@ class Sessionizer:
         key, source = self._resolve_key(trace_id, context)
         identity = hash((arrival, trace_id, time_ns)) if arrival else 0
         holding = (self._open.get(key) or self._kept.get(key)) if identity else None
-        if holding is not None and identity in holding.arrivals:
+        window = self.config.reopen_window_seconds
+        if identity and (
+            identity in holding.arrivals
+            if holding is not None
+            else self.revisions.published_long_ago(key, arrival, window)
+        ):
             self.redelivered += 1
             return ()
         now = self.clock()
@@ -241,13 +240,20 @@ class Sessionizer:
         """Close sessions idle for longer than the idle timeout."""
         deadline = self.clock() - self.config.idle_timeout_seconds
         closed = []
-        while self._open:
+        while self._open and not self.idle_held:
             key, session = next(iter(self._open.items()))
             if session.last_activity > deadline:
                 break
             closed.append(self._close(key, CloseReason.IDLE))
         self._forget_expired()
         return closed
+
+    def hold_idle(self, held: bool) -> None:
+        """Stop the idle clock (a rebalance under way), or restart it: every open session then
+        gets a whole idle timeout from now (README: the distributed layout, partition moves)."""
+        self.idle_held = held
+        for session in () if held else self._open.values():
+            session.last_activity = max(session.last_activity, self.clock())
 
     def close_all(self) -> list[ClosedSession]:
         return [self._close(key, CloseReason.SHUTDOWN) for key in list(self._open)]
@@ -348,13 +354,8 @@ class Sessionizer:
             self.kept_bytes -= kept.size
             if now - kept.closed_at <= self.config.reopen_window_seconds:
                 return kept.continued(now)
-        return OpenSession(
-            key,
-            source,
-            now,
-            now,
-            head_emitted=kept is not None or key in self._closed_keys,
-        )
+        closed_before = kept is not None or key in self.revisions
+        return OpenSession(key, source, now, now, head_emitted=closed_before)
 
     def _absorb(
         self,
@@ -408,10 +409,8 @@ class Sessionizer:
     def _close(self, key: str, reason: CloseReason) -> ClosedSession:
         session = self._open.pop(key)
         self.open_bytes -= session.size
-        last, previous = session.last_arrival, self._closed_keys.get(key) or 0
-        session.revision = from_arrivals(last, previous) if last else self.revisions.next()
+        session.revision = self.revisions.number(key, session.last_arrival)
         session.closed_at = self.clock()
-        self._closed_keys.put(key, session.revision)
         if reason not in CAPPED and self.config.reopen_window_seconds > 0:
             earlier = self._kept.pop(key, None)
             if earlier is not None:

@@ -85,7 +85,7 @@ built = Built(SessionBuilder(settings.collector.service_fallback, metrics, b"k" 
 pipeline = CollectorPipeline(settings.collector, metrics, built)
 # A wall clock stuck at the epoch: revisions are then the counter alone (1, 2, ...), the same in
 # both runs.
-pipeline.sessionizer.revisions.wall_clock = lambda: 0.0
+pipeline.sessionizer.revisions.clock.wall_clock = lambda: 0.0
 limits = DecodeLimits(max_attribute_bytes=settings.otlp.max_attribute_bytes)
 rejected = {}
 for path in sorted(Path(sys.argv[1]).iterdir()):

@@ -197,3 +197,21 @@ async def test_a_session_still_in_flight_in_the_next_stage_keeps_its_hold_until_
     assert harness.dropped("sink_error") == 1
     assert ledger.held() == 1
     assert ledger.committable("observations", 0, 3) == 2
+
+
+async def test_a_rebalance_under_way_drops_no_session_only_a_partition_that_moved_does():
+    """An eager rebalance revokes every partition first; one that comes straight back is not
+    fetched again, so its sessions queued meanwhile are published, not left to a replay."""
+    pending = closed_sessions(2)
+    ledger = held_on_the_bus(pending)
+    sink = CapturingSink()
+    harness = Harness(sink)
+    ledger.revoke([("observations", 0)])
+    harness.handoff.offer(pending[0])
+    await harness.run_until_drained()
+    assert [s.conversation_key for s in sink.sessions] == ["conv-0"]
+    assert harness.dropped("partition_moved") == 0
+    ledger.assign([])  # it moved to another member, which replays and publishes the rest
+    harness.handoff.offer(pending[1])
+    await harness.run_until_drained()
+    assert harness.dropped("partition_moved") == 1 and len(sink.sessions) == 1

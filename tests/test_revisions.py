@@ -90,7 +90,7 @@ def test_a_conversation_returning_past_the_remembered_sessions_is_a_new_revision
     pipeline.accept_spans(conversation("old"))
     for number in range(5):  # more conversations than the sessionizer remembers
         pipeline.accept_spans(conversation(f"other-{number}"))
-    assert "old" not in pipeline.sessionizer._closed_keys
+    assert "old" not in pipeline.sessionizer.revisions
     pipeline.accept_spans(conversation("old", call=1))
 
     sessions = built.take()

@@ -57,6 +57,7 @@ from turnwatch.bus.ledger import OffsetLedger, Position
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.records import OBSERVATIONS, SESSIONS, ObservationRecord
 from turnwatch.revisions import SeenRevisions
+from turnwatch.schema import CloseReason, Session
 
 SECRET = b"unit-test-deployment-secret-0123"
 CODEC = ObservationCodec(Sealer(SECRET))
@@ -229,7 +230,7 @@ class Member:
             config, self.metrics, self.built, lambda: self.now, ledger=self.ledger
         )
         # The close-time clock of one process; routed sessions must not depend on it.
-        self.pipeline.sessionizer.revisions = RevisionClock(wall_clock)
+        self.pipeline.sessionizer.revisions.clock = RevisionClock(wall_clock)
         self.published: list[tuple[str, ObservationRecord]] = []
         codec = ObservationCodec(Sealer(secret))
         self.intake = ObservationIntake(
@@ -245,6 +246,16 @@ class Member:
             await self.intake.handle(OBSERVATIONS, record)
         finally:
             self.ledger.end()
+
+
+def closes_conv_a_with_its_tool_span(member: Member, now: float) -> None:
+    """At `now` conv-a closes as one session, the keyless tool span in it."""
+    member.now = now
+    member.pipeline.sweep()
+    [session] = member.built.sessions
+    assert session.conversation_key == "conv-a"
+    kinds = [o.kind.value for o in member.built.pending[0].closed.state.observations]
+    assert sorted(kinds) == ["llm_call", "tool_execution"]
 
 
 def test_spans_waiting_on_their_trace_are_forwarded_at_the_link_into_their_conversation():
@@ -267,12 +278,7 @@ def test_spans_waiting_on_their_trace_are_forwarded_at_the_link_into_their_conve
         assert member.ledger.committable(OBSERVATIONS, 1, 22) == 20
 
     asyncio.run(run())
-    member.now = 10
-    member.pipeline.sweep()
-    [session] = member.built.sessions
-    assert session.conversation_key == "conv-a"
-    kinds = [o.kind.value for o in member.built.pending[0].closed.state.observations]
-    assert sorted(kinds) == ["llm_call", "tool_execution"]  # the tool span found its session
+    closes_conv_a_with_its_tool_span(member, 10)
     assert [item.state.held for item in (p.closed for p in member.built.pending)] == [[]]
     member.built.pending[0].settle()
     member.intake.sweep()  # the trace has been quiet for an idle timeout
@@ -389,6 +395,157 @@ def test_a_session_the_next_owner_replays_keeps_its_revision_so_downstream_count
     taking_over.now = 30
     taking_over.pipeline.sweep()
     assert taking_over.built.sessions[3].revision == continued.revision + 1
+
+
+def test_a_keyless_span_a_rebalance_delays_past_the_idle_timeout_still_joins_its_revision():
+    """A rebalance stops delivery: the trace's link and its keyless span wait on a partition in
+    handover longer than the idle timeout. Nothing closes meanwhile, and after it the waiting
+    trace and the open conversation each get a whole idle timeout: one revision, both spans."""
+    routing = Routing()
+    routing.pipeline.accept_spans(spans(chat_span("conv-a")))
+    [(_, by_conversation), (_, link)] = routing.queued()
+    elsewhere = Routing()  # a collector that never saw the trace's keyed span
+    elsewhere.pipeline.accept_spans(spans(tool_span("conv-a", "call_0")))
+    [(_, by_trace)] = elsewhere.queued()
+    member = Member()
+    everything = [(OBSERVATIONS, 0), (OBSERVATIONS, 1)]
+
+    async def run() -> None:
+        await member.take(by_trace, 0, 1)
+        await member.take(by_conversation, 1, 1)
+        member.ledger.revoke(everything)
+        await asyncio.sleep(0)  # the callback comes from a consumer thread via the loop
+        member.now = 20  # four idle timeouts into the handover
+        member.intake.sweep()
+        member.pipeline.sweep()
+        assert member.pipeline.sessionizer.open_count == 1 and member.built.sessions == []
+        member.ledger.assign(everything)
+        await asyncio.sleep(0)
+        member.now = 24
+        member.intake.sweep()  # the trace waits on: its idle timeout restarted at 20
+        member.pipeline.sweep()
+        assert member.built.sessions == []
+        await member.take(link, 0, 2)
+        [(_, forwarded)] = member.published
+        await member.take(forwarded, 1, 2)
+
+    asyncio.run(run())
+    closes_conv_a_with_its_tool_span(member, 30)
+
+
+def continues_conv_a(member: Member, routing: Routing, number: int, offset: int) -> Session:
+    """Turn `number` of conv-a, through `routing`, after its one session closed: the next
+    revision, which this returns once it has closed on idle."""
+    routing.pipeline.accept_spans(spans(chat_span("conv-a", number)))
+    [(_, later)] = routing.queued()
+    asyncio.run(member.take(later, 1, offset))
+    member.now += 10
+    member.pipeline.sweep()
+    [first, continued] = member.built.sessions
+    assert continued.revision > first.revision
+    return continued
+
+
+def test_a_replay_after_the_reopen_window_brings_nothing_twice_yet_a_new_turn_still_counts():
+    """A partition's commit stayed below a forwarded span for longer than the reopen window (a
+    conversation open for hours holds it), then the partition moved: its next owner forwards
+    the span again to a member that no longer keeps the closed session's content."""
+    now = [1_800_000_000.0]
+    routing = Routing(wall_clock=lambda: now[0])
+    routing.pipeline.accept_spans(spans(chat_span("conv-a")))
+    [(_, by_conversation), (_, link)] = routing.queued()
+    elsewhere = Routing(wall_clock=lambda: now[0])
+    elsewhere.pipeline.accept_spans(spans(tool_span("conv-a", "call_0")))
+    [(_, by_trace)] = elsewhere.queued()
+    member = Member(wall_clock=lambda: now[0])
+    window = member.pipeline.config.sessions.reopen_window_seconds
+
+    async def run() -> None:
+        await member.take(by_trace, 0, 1)
+        await member.take(by_conversation, 1, 1)
+        await member.take(link, 0, 2)
+
+    asyncio.run(run())
+    [(_, forwarded)] = member.published
+    asyncio.run(member.take(forwarded, 1, 2))
+    closes_conv_a_with_its_tool_span(member, 10)
+    member.now, now[0] = 10 + window + 1, now[0] + window + 1  # past the window
+    member.pipeline.sweep()
+    assert member.pipeline.sessionizer.kept_bytes == 0  # the content is gone
+    held = member.ledger.held()
+    asyncio.run(member.take(forwarded, 1, 3))  # forwarded again by the trace's next owner
+    assert member.metrics.observations_redelivered._value.get() == 1
+    assert member.pipeline.sessionizer.open_count == 0 and member.ledger.held() == held
+    # The conversation continuing, through a collector, still opens its next revision.
+    assert continues_conv_a(member, routing, 1, 4).truncated
+
+
+END_MARKER = {"turnwatch.session.end": "true"}
+
+
+def test_an_end_marker_that_overtakes_the_last_spans_of_its_conversation_waits_for_them():
+    """The last turn's marker went through one collector, its other span through another whose
+    record this member reads later: the conversation closes at the marker, after a grace that
+    each of its spans restarts, with both in one revision."""
+    first, last = chat_span("conv-a", 0), chat_span("conv-a", 1, extra=END_MARKER)
+    marking, other = Routing(), Routing()
+    marking.pipeline.accept_spans(spans(last))
+    other.pipeline.accept_spans(spans(first))
+    [(_, marker), _] = marking.queued()
+    [(_, overtaken), _] = other.queued()
+    member = Member()
+    grace = member.intake.end_grace
+    assert grace == 2.0  # routing.end_marker_grace_seconds, below the idle timeout of 5
+
+    async def run() -> None:
+        await member.take(marker, 1, 1)
+        member.now = grace - 0.5
+        member.intake.sweep()
+        assert member.built.sessions == []
+        await member.take(overtaken, 1, 2)
+        member.now += grace - 0.5
+        member.intake.sweep()
+        assert member.built.sessions == []  # the late span restarted the grace
+
+    asyncio.run(run())
+    member.now += 0.5
+    member.intake.sweep()
+    [session] = member.built.sessions
+    assert session.close_reason is CloseReason.END_MARKER
+    texts = [turn.text for turn in session.turns]
+    assert texts == ["question 0", "answer 0", "question 1", "answer 1"]
+    assert member.pipeline.sessionizer.open_count == 0
+    # A span after the grace is a later revision, as one process makes it.
+    assert continues_conv_a(member, marking, 2, 3).close_reason is CloseReason.IDLE
+
+
+def test_for_an_idle_timeout_after_a_rebalance_an_end_marker_waits_an_idle_timeout():
+    """Its conversation's other spans may still wait on a partition that is being replayed."""
+    routing = Routing()
+    routing.pipeline.accept_spans(spans(chat_span("conv-a", 0, extra=END_MARKER)))
+    routing.pipeline.accept_spans(spans(chat_span("conv-b", 0, extra=END_MARKER)))
+    [(_, before), _, (_, after), _] = routing.queued()
+    member = Member()
+    everything = [(OBSERVATIONS, 0), (OBSERVATIONS, 1)]
+
+    async def run() -> None:
+        await member.take(before, 1, 1)  # its grace would end at 2
+        member.ledger.revoke(everything)
+        member.ledger.assign(everything)  # at 0: settling until 5
+        await asyncio.sleep(0)
+        member.now = 1
+        await member.take(after, 1, 2)
+
+    asyncio.run(run())
+    member.now = 1 + member.intake.end_grace
+    member.intake.sweep()
+    assert member.built.sessions == []
+    member.now = 5
+    member.intake.sweep()
+    assert [s.conversation_key for s in member.built.sessions] == ["conv-a"]
+    member.now = 6  # an idle timeout after conv-b's marker
+    member.intake.sweep()
+    assert [s.close_reason for s in member.built.sessions] == [CloseReason.END_MARKER] * 2
 
 
 def test_a_trace_that_never_gets_a_link_becomes_a_session_of_its_own():

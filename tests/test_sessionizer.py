@@ -158,6 +158,21 @@ def texts(session: Session) -> list[str | None]:
 # --- closing --------------------------------------------------------------------------------
 
 
+def test_while_the_idle_clock_is_held_nothing_closes_and_restarting_gives_a_whole_timeout():
+    """The sessionizer role holds it through a partition rebalance (intake.py)."""
+    harness = Harness()
+    harness.send(exchange("conv-early", "t1", 1))
+    harness.clock.advance(IDLE - 2)
+    harness.send(exchange("conv-late", "t2", 1))
+    harness.pipeline.sessionizer.hold_idle(True)
+    assert harness.sweep_after(3 * IDLE) == []
+    harness.pipeline.sessionizer.hold_idle(False)
+    assert harness.sweep_after(IDLE - 1) == [] and harness.open_count == 2
+    closed = harness.sweep_after(1)
+    assert [s.conversation_key for s in closed] == ["conv-early", "conv-late"]
+    assert harness.closed_total("idle") == 2
+
+
 def test_idle_session_closes_after_the_timeout_and_not_before() -> None:
     harness = Harness()
     harness.send(exchange("conv-idle", "t1", 1))
@@ -349,7 +364,7 @@ def test_memory_stays_bounded_under_100k_distinct_conversations() -> None:
 
     assert peak_open <= 500
     assert peak_bytes <= 40_000
-    assert len(sessionizer._closed_keys) <= 1_000
+    assert len(sessionizer.revisions) <= 1_000
     assert len(sessionizer._trace_keys) <= 4 * 500
     # Nothing vanished: every conversation is either still open or was handed back closed.
     assert closed + sessionizer.open_count == 100_000
@@ -552,7 +567,7 @@ def test_accounting_and_bounds_hold_and_no_content_is_lost(steps: list) -> None:
         assert sessionizer.open_count <= config.max_open_sessions
         assert sessionizer.buffered_bytes <= config.max_buffered_bytes
         assert sessionizer.kept_bytes <= config.max_reopen_bytes
-        assert len(sessionizer._closed_keys) <= config.max_remembered_sessions
+        assert len(sessionizer.revisions) <= config.max_remembered_sessions
         assert not set(sessionizer._open) & set(sessionizer._kept)
         # Kept content is ordered by close time, so expiry and bounds pop from the front.
         closed_at = [s.closed_at for s in sessionizer._kept.values()]

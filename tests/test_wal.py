@@ -248,7 +248,8 @@ def test_a_session_rebuilt_without_its_published_revision_gets_the_next_number(t
     first.crash()
 
     second = Collector(settings)
-    second.pipeline.sessionizer.revisions.wall_clock = lambda: 0.0  # as if the clock stepped back
+    # As if the clock stepped back.
+    second.pipeline.sessionizer.revisions.clock.wall_clock = lambda: 0.0
     second.replay()
     second.pipeline.close_all()
     pending, session = second.offered()["returning"]

@@ -296,7 +296,7 @@ class Durability:
                     self.metrics.replayed.labels("done").inc()
             # Revisions this run gives come after every one that went out before the restart,
             # even when the wall clock stepped back across it.
-            revisions = pipeline.sessionizer.revisions
+            revisions = pipeline.sessionizer.revisions.clock
             revisions.last = max(revisions.last, self.done.last_revision)
             replayed = 0
             for segment in segments:

@@ -40,6 +40,9 @@ class OffsetLedger:
         self._revoking: set[tuple[str, int]] = set()
         self.on_revoked: Callable[[set[tuple[str, int]]], None] | None = None
         """Called (on a consumer thread) with partitions this member no longer owns."""
+        self.on_delivery: Callable[[bool], None] | None = None
+        """Called (on a consumer thread) with False when a rebalance stops delivery (its
+        partitions revoked), True when the next assignment resumes it."""
 
     # The processor's side: the record being handled.
     def begin(self, topic: str, partition: int, offset: int) -> None:
@@ -88,14 +91,16 @@ class OffsetLedger:
             return (topic, partition) in self.assigned
 
     def current(self, positions: Iterable[Position]) -> bool:
-        """Whether every position was read in its partition's present assignment (a session
-        built from a partition that moved since is the new owner's to publish)."""
+        """Whether no partition of these positions moved away since they were read (a session
+        built from one that moved is the new owner's to publish).
+
+        A partition being revoked still counts: in an eager rebalance most partitions come
+        straight back with their fetch position kept, so nothing replays their records, and a
+        session dropped meanwhile would be lost. If the partition does move, its new owner
+        publishes the session again under the same revision (numbered from its observations),
+        which downstream takes for a redelivery."""
         with self._lock:
-            return all(
-                (p.topic, p.partition) in self.assigned
-                and self._epochs.get((p.topic, p.partition), 0) == p.epoch
-                for p in positions
-            )
+            return all(self._epochs.get((p.topic, p.partition), 0) == p.epoch for p in positions)
 
     # The consumer's side.
     def committable(self, topic: str, partition: int, next_offset: int) -> int:
@@ -116,6 +121,8 @@ class OffsetLedger:
             self.assigned |= new
             gone, self._revoking = self._revoking - new, set()
         self.lose(gone)
+        if self.on_delivery is not None:
+            self.on_delivery(True)
 
     def revoke(self, partitions: Iterable[tuple[str, int]]) -> None:
         """A rebalance took these partitions; the next assignment says which ones moved away.
@@ -123,6 +130,8 @@ class OffsetLedger:
         with self._lock:
             self._revoking |= set(partitions)
             self.assigned -= self._revoking
+        if self.on_delivery is not None:
+            self.on_delivery(False)
 
     def lose(self, partitions: Iterable[tuple[str, int]]) -> None:
         """These partitions moved away (or were lost): their holds no longer count, and the
