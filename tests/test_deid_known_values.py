@@ -6,6 +6,12 @@ from __future__ import annotations
 import regex
 from turnwatch.collector.deid.config import DeidConfig
 from turnwatch.collector.deid.pseudonym import KnownValues, canonical
+from turnwatch.collector.deid.recognizers.numbers import (
+    _phone_parses,
+    e164,
+    phone_region,
+    remembered_phone_parses,
+)
 
 from benchmarks.pii.generate import make_corpus
 
@@ -47,3 +53,21 @@ def test_same_answers_as_computing_every_canonical_form():
     assert len(computed) < len(pieces) / 3
     hits = [piece for piece in pieces if known.get(piece) is not None]
     assert {"+1 (415) 555-0100", "415.555.0100", "a10234,", "４１１１ 1111 1111 1111"} <= set(hits)
+
+
+def test_remembered_phone_parses_answer_as_parsing_and_are_forgotten_with_the_session():
+    corpus = make_corpus(seed=11, texts=300, conversations=0)
+    values = [
+        match.group()
+        for text in corpus.texts
+        for match in regex.finditer(r"[+(]?\d[\d ().-]{5,}\d", text.text)
+    ]
+    values += [*values[:20], "+1 (415) 555-0100", "0049 30 1234567", "12 34"]
+    parsed = [(phone_region(value, REGIONS), e164(value, REGIONS)) for value in values]
+    assert sum(region is not None for region, _ in parsed) >= 20  # the corpus has phones
+    with remembered_phone_parses():
+        assert [(phone_region(v, REGIONS), e164(v, REGIONS)) for v in values] == parsed
+        # Another region list is another question, never the remembered answer.
+        assert phone_region("020 7946 0958", ["GB"]) == "GB"
+        assert phone_region("020 7946 0958", ["US"]) is None
+    assert _phone_parses.get() is None

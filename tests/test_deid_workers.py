@@ -4,16 +4,18 @@ makes the caller wait when two sessions per worker are in flight."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 
 import pytest
 from prometheus_client import CollectorRegistry
 from turnwatch.collector.deid.config import DeidConfig
 from turnwatch.collector.deid.stage import build_deidentifier, build_deidentifying_sink
-from turnwatch.collector.deid.workers import container_cores
+from turnwatch.collector.deid.workers import Workers, container_cores
 
 from benchmarks.pii.generate import make_corpus
 from benchmarks.pii.sessions import conversation_session
 from tests.conftest import CapturingSink
+from turnwatch.schema import Session
 
 pytestmark = pytest.mark.slow  # worker processes each load the spaCy model
 
@@ -63,3 +65,43 @@ async def test_worker_processes_give_the_single_process_results_on_the_pii_corpu
     order = [(s.session_id, s.revision) for s in downstream.sessions]
     for session in sessions[: len(corpus)]:
         assert order.index((session.session_id, 1)) < order.index((session.session_id, 2))
+
+
+def test_a_new_session_goes_to_the_least_busy_worker_and_its_revisions_stay_with_it():
+    submitted: list[tuple[int, str]] = []
+    pending: list[concurrent.futures.Future] = []
+
+    def submit(lane: int, session: Session) -> concurrent.futures.Future:
+        submitted.append((lane, session.session_id))
+        pending.append(concurrent.futures.Future())
+        return pending[-1]
+
+    workers = Workers(2, submit)
+    base = conversation_session(make_corpus(seed=5, texts=0, conversations=1).conversations[0])
+
+    def session(letter: str, revision: int = 1) -> Session:
+        return base.model_copy(update={"session_id": letter * 32, "revision": revision})
+
+    for item in (session("a"), session("b"), session("a", 2), session("c")):
+        workers.submit(item)
+    # b went to the idle worker; a's revision to a's worker although it was busier; c to the
+    # worker with fewer in flight (b's).
+    assert submitted == [(0, "a" * 32), (1, "b" * 32), (0, "a" * 32), (1, "c" * 32)]
+    assert workers.in_flight() == [2, 2]
+    for future in pending[:3]:
+        future.set_result(None)
+    assert workers.in_flight() == [0, 1]
+    workers.submit(session("d"))
+    workers.submit(session("b", 2))
+    assert submitted[-2:] == [(0, "d" * 32), (1, "b" * 32)]
+
+
+def test_a_submit_the_executor_refuses_is_not_counted_in_flight():
+    def refuse(lane: int, session: Session) -> concurrent.futures.Future:
+        raise RuntimeError("cannot schedule new futures after shutdown")
+
+    workers = Workers(2, refuse)
+    base = conversation_session(make_corpus(seed=5, texts=0, conversations=1).conversations[0])
+    with pytest.raises(RuntimeError):
+        workers.submit(base)
+    assert workers.in_flight() == [0, 0]

@@ -30,6 +30,7 @@ from turnwatch.collector.deid.recognizers.numbers import (
     CardNumberRecognizer,
     IbanCodeRecognizer,
     PhoneNumberRecognizer,
+    remembered_phone_parses,
 )
 from turnwatch.collector.deid.replace import merge, replace
 from turnwatch.collector.deid.walker import MIN_NUMBER_DIGITS, InvalidInput, Place, SessionWalker
@@ -98,7 +99,8 @@ class Deidentifier:
         deadline = time.monotonic() + self.config.session_time_limit_seconds
         stats = AnalysisStats()
         try:
-            found = self.find(session, deadline, stats)
+            with remembered_phone_parses():
+                found = self.find(session, deadline, stats)
             entities: Counter[str] = Counter()
 
             def token(text: str, region: Finding) -> str:

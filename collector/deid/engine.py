@@ -83,10 +83,11 @@ class InstalledSpacyEngine(SpacyNlpEngine):
         docs = [nlp.make_doc(text) for text in texts]
         pieces: list[Doc] = []
         owners: list[tuple[int, int]] = []
-        for number, doc in enumerate(docs):
-            for start, end in ner_sentences(doc.text):
-                whole = start == 0 and end == len(doc.text)
-                pieces.append(doc if whole else nlp.make_doc(doc.text[start:end]))
+        # `texts`, never `Doc.text`: spaCy joins every token's text on each read of it.
+        for number, (text, doc) in enumerate(zip(texts, docs, strict=True)):
+            for start, end in ner_sentences(text):
+                whole = start == 0 and end == len(text)
+                pieces.append(doc if whole else nlp.make_doc(text[start:end]))
                 owners.append((number, start))
         entities: list[list] = [[] for _ in docs]
         for piece, (number, start) in zip(
@@ -103,9 +104,9 @@ class InstalledSpacyEngine(SpacyNlpEngine):
                 )
                 if span is not None:
                     entities[number].append(span)
-        for doc, found in zip(docs, entities, strict=True):
+        for text, doc, found in zip(texts, docs, entities, strict=True):
             doc.ents = found
-            yield doc.text, self._doc_to_nlp_artifact(doc, language)
+            yield text, self._doc_to_nlp_artifact(doc, language)
 
     def _doc_to_nlp_artifact(self, doc, language: str):
         # Without a lemmatizer every lemma is empty and Presidio's context words (custom

@@ -86,13 +86,6 @@ def stale_calls(ctx: Context) -> list[StaleUse]:
     return [use for use in timeline(ctx).stale if use.call is not None]
 
 
-def _display(text: str, key: str) -> str:
-    """How a value key appears in explanations: its token, or the slot's own words never."""
-    if key.startswith("h:"):
-        return next((t for t, _ in tokens(text) if value_part(t) == key[2:]), "a value")
-    return "a value"
-
-
 @dataclass(slots=True)
 class _Known:
     values: set[str]
@@ -215,8 +208,11 @@ class _Walk:
 
 
 def _first(text: str, keys: set[str]) -> str:
-    shown = [_display(text, key) for key in sorted(keys)]
-    return next((item for item in shown if item.startswith("<")), "a value")
+    """How the first of the value keys (in key order) that the text shows as a token appears in
+    explanations: that token where it first occurs; the slot's own words never."""
+    # Reversed, so a token's first occurrence is the one kept.
+    shown = {f"h:{value_part(token)}": token for token, _ in reversed(tokens(text))}
+    return next((shown[key] for key in sorted(keys) if key in shown), "a value")
 
 
 def _entity(token: str) -> str | None:

@@ -5,7 +5,10 @@ public IP addresses. A candidate that fails its check is not reported: the check
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import ipaddress
+from collections.abc import Iterator
 
 import phonenumbers
 import regex
@@ -156,7 +159,38 @@ def phone_region(value: str, regions: list[str]) -> str | None:
     return valid[0] if valid is not None else None
 
 
-def _valid_phone(value: str, regions: list[str]) -> tuple[str, phonenumbers.PhoneNumber] | None:
+ValidPhone = tuple[str, phonenumbers.PhoneNumber] | None
+PhoneParses = dict[tuple[str, ...], ValidPhone]
+_phone_parses: contextvars.ContextVar[PhoneParses | None] = contextvars.ContextVar(
+    "phone_parses", default=None
+)
+
+
+@contextlib.contextmanager
+def remembered_phone_parses() -> Iterator[None]:
+    """Within it, each value is parsed as a phone number once: a session's numbers are parsed
+    by the phone recognizer, by the split-value recognizers and for their canonical forms, so
+    about two parses in five repeat one (on the pipeline benchmark's messages). Forgotten on
+    leaving (one session), so no value outlives its session in memory; per thread, like the
+    session it serves."""
+    token = _phone_parses.set({})
+    try:
+        yield
+    finally:
+        _phone_parses.reset(token)
+
+
+def _valid_phone(value: str, regions: list[str]) -> ValidPhone:
+    parses = _phone_parses.get()
+    if parses is None:
+        return _parse_valid_phone(value, regions)
+    key = (value, *regions)
+    if key not in parses:
+        parses[key] = _parse_valid_phone(value, regions)
+    return parses[key]
+
+
+def _parse_valid_phone(value: str, regions: list[str]) -> ValidPhone:
     for region in regions:
         try:
             number = phonenumbers.parse(value, region)
