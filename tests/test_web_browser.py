@@ -16,7 +16,9 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service as DriverService
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.select import Select
+from selenium.webdriver.support.wait import WebDriverWait
 
 from tests.web_service import FAILED, fill, start
 
@@ -67,6 +69,18 @@ class Shots:
         self.driver.set_window_size(1280, 900)
 
 
+def follow(driver, element, *keys: str) -> None:
+    """Click what leads to another page (or type `keys` into it) and wait until the old page is
+    gone: a form's submit can return before Chromium swaps the document, and elements looked up
+    then are the old page's."""
+    page = driver.find_element(By.TAG_NAME, "html")
+    if keys:
+        element.send_keys(*keys)
+    else:
+        element.click()
+    WebDriverWait(driver, 30).until(expected_conditions.staleness_of(page))
+
+
 def test_list_filter_open_a_failed_session_and_review_its_finding(browser, tmp_path):
     fill(tmp_path / "data")
     background, _service, base = start(tmp_path / "data", **{"regressions.api_token": TOKEN})
@@ -74,8 +88,7 @@ def test_list_filter_open_a_failed_session_and_review_its_finding(browser, tmp_p
     try:
         browser.get(f"{base}/ui/")
         assert "/ui/login" in browser.current_url  # the same token as /api/incidents
-        token = browser.find_element(By.ID, "token")
-        token.send_keys(TOKEN, Keys.ENTER)
+        follow(browser, browser.find_element(By.ID, "token"), TOKEN, Keys.ENTER)
         assert browser.find_element(By.TAG_NAME, "h1").text == "Overview"
         shots.take("overview")
 
@@ -83,18 +96,18 @@ def test_list_filter_open_a_failed_session_and_review_its_finding(browser, tmp_p
         browser.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
         assert browser.switch_to.active_element.text == "Skip to content"
 
-        browser.find_element(By.LINK_TEXT, "Sessions").click()
+        follow(browser, browser.find_element(By.LINK_TEXT, "Sessions"))
         assert (
             "32 session revision(s), showing 1–25"
             in browser.find_element(By.CLASS_NAME, "count").text
         )
-        browser.find_element(By.LINK_TEXT, "Next page").click()
+        follow(browser, browser.find_element(By.LINK_TEXT, "Next page"))
         assert "showing 26–32" in browser.find_element(By.CLASS_NAME, "count").text
         shots.take("sessions")
 
         Select(browser.find_element(By.ID, "f-service")).select_by_visible_text("billing-bot")
         browser.find_element(By.ID, "f-version").send_keys("1.4.2")
-        browser.find_element(By.CSS_SELECTOR, "form.filters button[type=submit]").click()
+        follow(browser, browser.find_element(By.CSS_SELECTOR, "form.filters button[type=submit]"))
         rows = browser.find_elements(By.CSS_SELECTOR, "table.list tbody tr")
         assert [row.find_element(By.TAG_NAME, "code").text for row in rows] == [
             "sess-billing-refund"
@@ -102,8 +115,8 @@ def test_list_filter_open_a_failed_session_and_review_its_finding(browser, tmp_p
         shots.take("sessions-filtered")
 
         # From the overview, one click opens the failed session's transcript.
-        browser.find_element(By.LINK_TEXT, "Overview").click()
-        browser.find_element(By.LINK_TEXT, FAILED).click()
+        follow(browser, browser.find_element(By.LINK_TEXT, "Overview"))
+        follow(browser, browser.find_element(By.LINK_TEXT, FAILED))
         turn = browser.find_element(By.ID, "turn-1")
         finding = turn.find_element(By.CSS_SELECTOR, ".finding.critical")
         assert "forbidden_action: forbidden action refund_over_limit" in finding.text
@@ -120,7 +133,7 @@ def test_list_filter_open_a_failed_session_and_review_its_finding(browser, tmp_p
         Select(turn.find_element(By.ID, "m-turn_relevancy-1")).select_by_visible_text("pass")
         browser.find_element(By.ID, "reviewer").send_keys("ana")
         browser.find_element(By.ID, "note").send_keys("refund above the limit, no approval")
-        browser.find_element(By.XPATH, "//button[text()='Save review']").click()
+        follow(browser, browser.find_element(By.XPATH, "//button[text()='Save review']"))
         assert browser.find_element(By.CSS_SELECTOR, "p.notice").text == "Review saved."
         reviews = browser.find_element(By.CSS_SELECTOR, "ul.reviews").text
         assert "ana" in reviews and "1 confirmed" in reviews
