@@ -41,10 +41,40 @@ RUN_OVERHEAD = 120
 """Memory of a run's own record (measured with tracemalloc), beside its bytes and list."""
 
 
+class InputItems:
+    """The encodings of a call's input message attributes, as a chain: those it adds (`own`)
+    after those of the input it resends (`before`, None for a first call). A call that resends
+    the whole history then holds only what it adds, and the next call's input extends the chain
+    instead of copying a list of every encoding: nothing per call walks the history."""
+
+    __slots__ = ("before", "count", "own")
+
+    def __init__(self, before: InputItems | None, own: list[bytes]) -> None:
+        self.before = before
+        self.own = own
+        self.count = len(own) + (before.count if before is not None else 0)
+
+    def flat(self) -> list[bytes]:
+        """Every encoding, in order (for the rare input that does not extend the last)."""
+        pieces = []
+        link: InputItems | None = self
+        while link is not None:
+            pieces.append(link.own)
+            link = link.before
+        return [item for piece in reversed(pieces) for item in piece]
+
+
+def listed(items: object) -> list[Any] | None:
+    """`items` (a chain or a list of encodings) as a list, or None when it is neither."""
+    if isinstance(items, InputItems):
+        return items.flat()
+    return items if isinstance(items, list) else None
+
+
 class MessageRun:
     """A run of consecutive input message attributes of one span: its fields' bytes as they were
-    on the wire, and the KeyValue encodings of those fields, each checked as `raw_attributes`
-    checks what it keeps undecoded.
+    on the wire, and the KeyValue encodings of those fields (`items`), each checked as
+    `raw_attributes` checks what it keeps undecoded.
 
     The bytes are a few chunks, each at least twice as long as the next (`extended`): a run that
     extends another shares all but its last chunks, so making it copies what the span adds (and
@@ -52,18 +82,18 @@ class MessageRun:
 
     __slots__ = ("__weakref__", "chunks", "head", "items", "size")
 
-    def __init__(self, chunks: tuple[bytes, ...], items: list[bytes], head: bytes) -> None:
+    def __init__(self, chunks: tuple[bytes, ...], items: InputItems, head: bytes) -> None:
         self.chunks = chunks
         self.size = sum([len(chunk) for chunk in chunks])
         self.items = items
         self.head = head
 
-    def extended(self, added: bytes, items: list[bytes]) -> MessageRun:
-        """This run followed by `added` (whose attributes end `items`)."""
+    def extended(self, added: bytes, own: list[bytes]) -> MessageRun:
+        """This run followed by `added` (the fields of the encodings `own`)."""
         chunks = [*self.chunks, added]
         while len(chunks) > 1 and len(chunks[-2]) < 2 * len(chunks[-1]):
             chunks[-2:] = [chunks[-2] + chunks[-1]]
-        return MessageRun(tuple(chunks), items, self.head)
+        return MessageRun(tuple(chunks), InputItems(self.items, own), self.head)
 
     def starts(self, body: bytes, position: int, end: int) -> bool:
         """Whether the bytes at `position` (within `end`) begin with this run."""
@@ -76,8 +106,9 @@ class MessageRun:
         return True
 
     def held_bytes(self) -> int:
+        """What the run holds beyond its encodings (which the calls' contents hold)."""
         chunks = sum([sys.getsizeof(chunk) for chunk in self.chunks])
-        return RUN_OVERHEAD + chunks + sys.getsizeof(self.chunks) + sys.getsizeof(self.items)
+        return RUN_OVERHEAD + chunks + sys.getsizeof(self.chunks)
 
 
 def _opening_end(body: bytes, position: int, end: int, head: bytes) -> int:

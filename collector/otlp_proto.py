@@ -31,7 +31,7 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1 import trace_pb2
-from turnwatch.collector.message_runs import KNOWN_RUNS, KnownRuns, MessageRun
+from turnwatch.collector.message_runs import KNOWN_RUNS, InputItems, KnownRuns, MessageRun
 from turnwatch.collector.otlp_common import (
     DecodeLimits,
     DecodeResult,
@@ -272,6 +272,8 @@ def _span_values(span: SpanView) -> int:
     count = 1 + len(span.attributes) + len(span.events)
     for raws in span.message_attributes.values():
         count += len(raws)
+    if span.resent_run is not None:
+        count += span.resent_run.items.count
     for event in span.events:
         count += len(event.attributes)
     return count
@@ -340,16 +342,18 @@ def _next_run(body: bytes, found: Found, view: SpanView) -> Any:
     position, end, head, known, key = found
     if not key[1]:
         return None  # nothing to find it by
-    known_items = len(known.items) if known is not None else 0
     start = position + known.size if known is not None else position
     stop, count = plain_messages(body, start, end, head, RUN_GROWTH)
     if not count:
         return known
-    kept = view.message_attributes[head.decode()]
+    kept = view.message_attributes[head.decode()]  # what the span added to `known`'s
     # Usually the input is nothing but the run: its list then is the run's (neither changes).
-    items = kept if len(kept) == known_items + count else kept[: known_items + count]
+    own = kept if len(kept) == count else kept[:count]
     added = body[start:stop]
-    run = known.extended(added, items) if known is not None else MessageRun((added,), items, head)
+    if known is not None:
+        run = known.extended(added, own)
+    else:
+        run = MessageRun((added,), InputItems(None, own), head)
     KNOWN_RUNS.remember(run, key)
     return run
 
@@ -372,7 +376,8 @@ def decode_traces(body: bytes, limits: DecodeLimits) -> DecodeResult[SpanView]:
     for resource, scope, items in _scope_blocks(body, view, limits, "spans"):
         for span, uncounted, found in _raw_spans(body, view, items, limits):
             known = found[3] if found is not None else None
-            messages = {found[2].decode(): known.items[:]} if known is not None else {}
+            # What the span adds to a known run; the run's own encodings are not copied here.
+            messages: dict[str, list[bytes]] = {found[2].decode(): []} if known is not None else {}
             try:
                 converted = _span_view(span, resource, scope, limits, raw_attributes, messages)
             except ItemRejected as rejection:
@@ -382,6 +387,7 @@ def decode_traces(body: bytes, limits: DecodeLimits) -> DecodeResult[SpanView]:
                     check_raw_attributes(event.attributes)
                 result.reject(rejection.reason)
                 continue
+            converted.resent_run = known
             if uncounted:
                 limits.take(_span_values(converted))
             if found is not None:

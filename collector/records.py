@@ -46,8 +46,12 @@ class SpanView:
     `attributes`, so the flattened dialects decode only what a call adds to the last one."""
     message_run: Any = None
     """The run of input message attributes the span's input begins with (a
-    `message_runs.MessageRun`, whose encodings start the input's list here): what the protobuf
-    receiver recognises in the next call's bytes, kept alive by whoever holds it."""
+    `message_runs.MessageRun`): what the protobuf receiver recognises in the next call's bytes,
+    kept alive by whoever holds it."""
+    resent_run: Any = None
+    """The remembered run the span's bytes began with (the previous call's input, resent): its
+    encodings (`items`) come before those under its head in `message_attributes`, which holds
+    only what the span added."""
 
 
 @dataclass(slots=True)

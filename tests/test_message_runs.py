@@ -24,7 +24,7 @@ from turnwatch.collector.otlp_values import encode_varint
 from turnwatch.collector.records import SpanView
 
 from tests.conversations import call_attributes, protobuf_request, span, texts
-from tests.test_otlp_fast_decode import assert_same, outcome, reference
+from tests.test_otlp_fast_decode import assert_same, encodings, outcome, reference
 
 FLATTENED = ("openinference", "openllmetry")
 HEAD = {"openinference": "llm.input_messages.", "openllmetry": "gen_ai.prompt."}
@@ -49,9 +49,7 @@ def decoded(views: list[SpanView], limits: DecodeLimits = LIMITS) -> list[SpanVi
 def shared(earlier: SpanView, later: SpanView, head: str) -> int:
     """How many of `later`'s leading input encodings are `earlier`'s very objects."""
     count = 0
-    for first, second in zip(
-        earlier.message_attributes[head], later.message_attributes[head], strict=False
-    ):
+    for first, second in zip(encodings(earlier)[head], encodings(later)[head], strict=False):
         if first is not second:
             break
         count += 1
@@ -67,9 +65,15 @@ def test_an_extended_history_is_recognised_and_decodes_as_the_stock_decoder(dial
     head = HEAD[dialect]
     for earlier, later in itertools.pairwise(views[10:]):  # spans past 8 KiB
         # The earlier call's whole input (role and content of each message) is reused as is.
-        assert shared(earlier, later, head) == len(earlier.message_attributes[head])
-        assert later.message_run is not None
-        assert later.message_run.items == later.message_attributes[head]
+        assert shared(earlier, later, head) == len(encodings(earlier)[head])
+        # The later span holds only what it added; the run starts from the earlier one's.
+        assert later.resent_run is earlier.message_run
+        assert (
+            later.message_attributes[head]
+            == encodings(later)[head][len(encodings(earlier)[head]) :]
+        )
+        assert later.message_run.items.before is earlier.message_run.items
+        assert later.message_run.items.flat() == encodings(later)[head]
 
 
 @pytest.mark.parametrize("dialect", FLATTENED)
@@ -84,7 +88,8 @@ def test_an_edited_history_is_parsed_again(dialect):
     # Messages 0-9 (their two attributes each) are the same bytes, but the run is the whole of
     # the first call's input: the second does not begin with it, so nothing is reused.
     assert shared(views[0], views[1], head) == 0
-    assert views[1].message_run.items == views[1].message_attributes[head]
+    assert views[1].resent_run is None
+    assert views[1].message_run.items.flat() == views[1].message_attributes[head]
 
 
 @pytest.mark.parametrize("dialect", FLATTENED)
@@ -100,7 +105,7 @@ def test_a_history_cut_to_a_window_is_parsed_again(dialect):
     head = HEAD[dialect]
     assert shared(views[0], views[1], head) == 0
     # A window's indexes start again at 0: its encodings differ from the uncut history's.
-    assert shared(views[1], views[2], head) == len(views[1].message_attributes[head])
+    assert shared(views[1], views[2], head) == len(encodings(views[1])[head])
 
 
 @pytest.mark.parametrize("dialect", FLATTENED)
@@ -115,7 +120,7 @@ def test_reordered_attributes_decode_as_the_stock_decoder(dialect):
     head = HEAD[dialect]
     assert shared(views[0], views[1], head) == 0
     assert shared(views[1], views[2], head) == 0
-    assert shared(views[0], views[2], head) == len(views[0].message_attributes[head])
+    assert shared(views[0], views[2], head) == len(encodings(views[0])[head])
 
 
 def _with_attribute(view: SpanView, raw: bytes) -> bytes:
@@ -142,7 +147,7 @@ def test_bad_attributes_after_a_known_run_are_refused_as_the_stock_decoder(diale
     head = HEAD[dialect]
     key = f"{head}23.content".encode()
     [good] = otlp_proto.decode_traces(protobuf_request([second]), LIMITS).items
-    assert shared(held, good, head) == len(held.message_attributes[head])  # the run is used
+    assert shared(held, good, head) == len(encodings(held)[head])  # the run is used
     bad_utf8 = b"\x0a" + bytes([len(key)]) + key + b"\x12\x04\x0a\x02\xc3\x28"
     undecodable = _with_attribute(second, bad_utf8)
     assert outcome(otlp_proto.decode_traces, undecodable, LIMITS) == ("undecodable",)

@@ -44,11 +44,20 @@ def reference(body: bytes, limits: DecodeLimits):
 UNLIMITED = DecodeLimits(max_attribute_bytes=1 << 40, max_values=1 << 40, values_left=1 << 40)
 
 
+def encodings(view: SpanView) -> dict[str, list[bytes]]:
+    """The view's undecoded message attributes by prefix, a resent run's encodings first."""
+    held = dict(view.message_attributes)
+    if view.resent_run is not None:
+        head = view.resent_run.head.decode()
+        held[head] = view.resent_run.items.flat() + held.get(head, [])
+    return held
+
+
 def comparable(view: SpanView) -> SpanView:
     """The view with its message attributes (the fast decoder leaves them undecoded in
     `message_attributes`) decoded, apart from the others, ordered by key."""
     messages = {key: value for key, value in view.attributes.items() if key.startswith(HEADS)}
-    for raws in view.message_attributes.values():
+    for raws in encodings(view).values():
         messages.update(otlp_values.raw_attributes(raws, UNLIMITED))
     others = {key: value for key, value in view.attributes.items() if key not in messages}
     return dataclasses.replace(
@@ -56,6 +65,7 @@ def comparable(view: SpanView) -> SpanView:
         attributes={**others, **dict(sorted(messages.items()))},
         message_attributes={},
         message_run=None,
+        resent_run=None,
     )
 
 

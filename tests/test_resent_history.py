@@ -10,8 +10,6 @@ the session is the one the assembler builds from every call's whole input.
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -139,9 +137,18 @@ def test_flattened_calls_keep_only_new_encodings_and_the_tail_shares_them(dialec
     assert [len(call.content.inputs) for call in later] == [4] * 4  # answer and question
     held = [item for call in state.observations for item in call.content.inputs]
     [tail] = state.tails.values()
-    assert len(tail.history) == len(held) == 2 * 9
-    assert all(kept is own for kept, own in zip(tail.history, held, strict=True))
-    assert tail.extra_bytes == sys.getsizeof(tail.history)
+    whole = tail.history.flat()
+    assert len(whole) == len(held) == 2 * 9
+    assert all(kept is own for kept, own in zip(whole, held, strict=True))
+    # One link per call, each holding that call's own list: nothing is copied per call.
+    links, link = [], tail.history
+    while link is not None:
+        links.append(link.own)
+        link = link.before
+    assert [id(own) for own in reversed(links)] == [
+        id(call.content.inputs) for call in state.observations
+    ]
+    assert tail.extra_bytes == 0  # each link is counted in its call's held bytes
 
 
 def _variant_inputs(messages: list, call: int, variant: str) -> list:

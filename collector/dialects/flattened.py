@@ -13,6 +13,7 @@ from turnwatch.collector.dialects.base import (
     maybe_json,
     split_system,
 )
+from turnwatch.collector.message_runs import InputItems, listed
 from turnwatch.collector.otlp_common import DecodeLimits
 from turnwatch.collector.otlp_values import raw_attributes
 from turnwatch.collector.records import (
@@ -79,11 +80,13 @@ class FlattenedContent(DeferredContent):
     """A flattened model call's message attributes (only those), decoded and parsed at assembly.
 
     Resent history: a call whose input attributes start with every input attribute of the
-    previous call, in the same order and encoded the same (compared as encodings, so nothing
-    resent is decoded), and go on only with messages at higher indexes keeps just those; the
-    whole input parses to the previous call's messages followed by theirs. The channel's tail
-    keeps the whole input as the previous whole input followed by this call's part, so it holds
-    no copy of what the session's calls hold.
+    previous call, in the same order and encoded the same, and go on only with messages at
+    higher indexes keeps just those; the whole input parses to the previous call's messages
+    followed by theirs. The channel keeps the whole input as a chain (`message_runs.InputItems`):
+    the previous whole input, then this call's part. When the receiver recognised the previous
+    call's input in this span's bytes (`resent`, the very chain the channel keeps), that is one
+    identity check; otherwise the encodings are compared, in order (one C comparison of lists).
+    Nothing per call copies or walks the history when it is recognised.
     """
 
     def __init__(
@@ -96,18 +99,20 @@ class FlattenedContent(DeferredContent):
         inputs: list[Item],
         outputs: list[Item],
         run: Any = None,
+        resent: Any = None,
     ) -> None:
         self.channel = channel
         self.parse = parse
         self.markers = markers
         self.input_prefix = input_prefix
         self.output_prefix = output_prefix
+        # The input's encodings after those of `resent` (the whole input when it is None).
         self.inputs = inputs
+        self.resent = resent
         self.outputs = outputs
-        self.whole = inputs  # the whole input, until the channel's tail takes it
+        self.whole: object = inputs  # the whole input, until the channel's tail takes it
         self.previous: FlattenedContent | None = None
         self.count = -1  # memo: 1 + the highest message index of the whole input
-        self.history_bytes = 0
         # The run the receiver recognises in the next call's bytes lives while this call is the
         # channel's last (message_runs.py); counted apart, as it is released then.
         self.run = run
@@ -123,45 +128,74 @@ class FlattenedContent(DeferredContent):
         whole, self.whole = self.whole, []
         return whole
 
+    def whole_inputs(self) -> list[Item]:
+        """The input's encodings before drop_known kept only its new part (a routing collector
+        seals a call whole)."""
+        if self.resent is not None:
+            self.inputs, self.resent = self.resent.flat() + self.inputs, None
+        return self.inputs
+
     def message_count(self) -> int:
         if self.count < 0:
             self.count = (
-                max([_index(_key(item), self.input_prefix) for item in self.inputs], default=-1) + 1
+                max(
+                    [_index(_key(item), self.input_prefix) for item in self.whole_inputs()],
+                    default=-1,
+                )
+                + 1
             )
         return self.count
 
     def drop_known(self, previous: DeferredContent | None, history: object) -> bool:
         if isinstance(previous, FlattenedContent):
             previous.run, previous.tail_bytes = None, 0
-        rest = self._rest(previous, history)
-        if (
-            rest is None
-            or not isinstance(history, list)
-            or not isinstance(previous, FlattenedContent)
-        ):
-            self.held_bytes += held_size(self.inputs)
+        rest = self._rest(previous, history) if isinstance(previous, FlattenedContent) else None
+        if rest is None or not isinstance(previous, FlattenedContent):
+            inputs = self.whole_inputs()
+            self.whole = self._chained(None, inputs)
+            self.held_bytes += held_size(inputs) + sys.getsizeof(self.whole)
             return False
-        self.whole = history + rest
-        if self.run is not None and self.run.head == self.input_prefix.encode() + b".":
-            # The run's encodings become the channel's (equal, as the input starts with them),
-            # so what this input repeats is not kept twice and the next call shares them.
-            known = len(self.run.items)
-            self.run.items = self.whole if len(self.whole) == known else self.whole[:known]
-        self.history_bytes = sys.getsizeof(self.whole)
-        self.held_bytes += held_size(rest)
-        self.inputs, self.previous = rest, previous
+        if isinstance(history, InputItems):
+            before = history
+        else:  # a list, kept from here on by the chain
+            before = InputItems(None, history if isinstance(history, list) else [])
+            self.held_bytes += sys.getsizeof(history) + sys.getsizeof(before)
+        self.whole = self._chained(before, rest)
+        self.held_bytes += held_size(rest) + sys.getsizeof(self.whole)
+        self.inputs, self.resent, self.previous = rest, None, previous
         return True
 
-    def _rest(self, previous: DeferredContent | None, history: object) -> list[Item] | None:
+    def _chained(self, before: InputItems | None, rest: list[Item]) -> InputItems:
+        """The whole input: `rest` after `before`. The receiver's run for the next call shares
+        it: when the run holds the same encodings, it is the run's own chain (built when the span
+        was decoded), so the next span recognised by that run names this very chain."""
+        run = self.run
+        if run is None or run.head != self.input_prefix.encode() + b".":
+            return InputItems(before, rest)
+        items = run.items
+        if items.before is before and items.count == len(rest) + (before.count if before else 0):
+            return items
+        whole = InputItems(before, rest)
+        if whole.count == items.count:
+            run.items = whole  # the same encodings, so what this input repeats is not kept twice
+        return whole
+
+    def _rest(self, previous: FlattenedContent, history: object) -> list[Item] | None:
         """The input attributes of messages after the previous call's, or None when this input
         does not extend the previous one."""
-        if not isinstance(previous, FlattenedContent) or not isinstance(history, list):
+        if self.resent is not None and self.resent is history:
+            rest = self.inputs  # the span began with the previous whole input, byte for byte
+        else:
+            known_list = listed(history)
+            new = self.whole_inputs()
+            if known_list is None:
+                return None
+            known_items = len(known_list)
+            if len(new) <= known_items or new[:known_items] != known_list:
+                return None
+            rest = new[known_items:]
+        if not rest:
             return None
-        new = self.inputs
-        known_items = len(history)
-        if len(new) <= known_items or new[:known_items] != history:
-            return None
-        rest = new[known_items:]
         known = previous.message_count()
         count = known
         for item in rest:
@@ -177,7 +211,11 @@ class FlattenedContent(DeferredContent):
     def fill(self, call: Observation) -> bool:
         reasons = call.incomplete_reasons
         inputs = self.parse(
-            indexed(_decoded(self.inputs), self.input_prefix), self.markers, reasons
+            indexed(
+                _decoded(self.inputs if self.previous else self.whole_inputs()), self.input_prefix
+            ),
+            self.markers,
+            reasons,
         )
         call.outputs = self.parse(
             indexed(_decoded(self.outputs), self.output_prefix), self.markers, reasons
@@ -219,8 +257,18 @@ def flattened_content(
         inputs = inputs + decoded_inputs
     if decoded_outputs:
         outputs = outputs + decoded_outputs
+    known = span.resent_run
+    resent = known.items if known is not None and known.head == input_head.encode() else None
     return FlattenedContent(
-        channel, parse, markers, input_prefix, output_prefix, inputs, outputs, span.message_run
+        channel,
+        parse,
+        markers,
+        input_prefix,
+        output_prefix,
+        inputs,
+        outputs,
+        span.message_run,
+        resent,
     )
 
 
