@@ -16,6 +16,7 @@ import asyncio
 import itertools
 import sys
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from turnwatch.collector.dialects.base import messages_size
@@ -156,3 +157,25 @@ def test_a_call_a_member_forwards_crosses_the_bus_again_whole() -> None:
         assert after.observation.content.channel == "openllmetry"
         assert after.observation.content.inputs == before.observation.content.inputs
     assert [len(item.observation.content.inputs) for item in forwarded] == [1, 3]
+
+
+def test_a_record_from_a_collector_before_channels_keeps_its_inputs_whole() -> None:
+    """A rolling upgrade (members first): a call sealed without a channel is held as it came."""
+    spans = received(conversation_spans("genai", "upgrade", 2, resent=True))
+    routing = Routing()
+    routing.pipeline.accept_spans(spans)
+    [record] = [record for _, record in routing.queued() if record.route == "conversation"]
+    payload = orjson.loads(CODEC.sealer.open(record.sealed, b"conversation"))
+    for item in payload:
+        del item["observation"]["channel"]
+    older = record.model_copy(
+        update={"sealed": CODEC.sealer.seal(orjson.dumps(payload), b"conversation")}
+    )
+    member = Member()
+    asyncio.run(member.take(older, 0, 0))
+    [state] = member.pipeline.sessionizer.open_sessions()
+    assert [call.content for call in state.observations] == [None, None]
+    assert [len(call.inputs) for call in state.observations] == [1, 3]
+    assert [call.resends for call in state.observations] == [None, None]
+    [session] = closed(member)
+    assert [turn.text for turn in session.turns] == [text for _, text in texts("upgrade", 4)]
