@@ -107,7 +107,8 @@ def route(bodies: list[bytes]) -> tuple[float, list[tuple[str, ObservationRecord
     return time.process_time() - started, records
 
 
-def sessionize(records: list[tuple[str, ObservationRecord]]) -> tuple[float, int]:
+def sessionize(records: list[tuple[str, ObservationRecord]]) -> tuple[float, int, int]:
+    """(CPU seconds, sessions built, bytes the sessionizer held before closing them)."""
     ledger = OffsetLedger()
     ledger.assign((OBSERVATIONS, partition) for partition in range(PARTITIONS))
     built, stage = pipeline(ledger)
@@ -125,8 +126,9 @@ def sessionize(records: list[tuple[str, ObservationRecord]]) -> tuple[float, int
 
     started = time.process_time()
     asyncio.run(feed())
+    held = built.sessionizer.buffered_bytes
     built.close_all()
-    return time.process_time() - started, stage.sessions
+    return time.process_time() - started, stage.sessions, held
 
 
 def main() -> None:
@@ -149,7 +151,7 @@ def main() -> None:
                 measured["embedded"] = spans / seconds
             else:
                 routing_seconds, records = route(bodies)
-                sessionizing_seconds, sessions = sessionize(records)
+                sessionizing_seconds, sessions, _ = sessionize(records)
                 measured["collector (route)"] = spans / routing_seconds
                 measured["sessionizer"] = spans / sessionizing_seconds
             assert sessions == spans // 8, sessions

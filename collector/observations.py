@@ -6,6 +6,16 @@ have buffered. The wire form is spelled out as models rather than derived from t
 dataclasses because the compiled collector (mypyc) erases their field annotations: pydantic sees
 every optional field as `type`. `tests/test_routing.py` holds the two field lists equal. Content
 a decoder deferred is parsed before sealing: the sampling decision is the sessionizer's now.
+
+Resent history crosses whole: each model call is sealed with its whole input, and the member
+keeps only what a call adds to the previous call it holds (`resent_history.ParsedContent`,
+compared by equality). A routing collector could send less (only what extends the call of the
+conversation it saw last), but it sees a conversation's calls round-robin with the other
+collectors, and the member may not hold the call such a record would refer to: the records
+reach its partition in any order, a queue-full drop loses one, and a member that takes the
+partition over replays only from the committed offset (the earlier revision's calls are gone
+once committed). A reference it cannot resolve would be a turn lost, with nothing on a
+one-way topic to ask for the rest; the whole input costs bus bytes, never correctness.
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ from turnwatch.collector.records import (
     ToolCallPart,
     ToolExecution,
 )
+from turnwatch.collector.resent_history import defer_parsed_inputs
 from turnwatch.collector.sealing import Sealer, Unsealable
 
 from turnwatch.bus.records import ObservationRecord
@@ -104,8 +115,8 @@ class WireToolExecution(WireModel):
 
 
 class WireObservation(WireModel):
-    """An `Observation` without `content` and `resends`: what is sealed has its content parsed
-    and holds each call's whole input."""
+    """An `Observation` without `content` and `resends`, with its content's `channel`: what is
+    sealed has its content parsed and holds each call's whole input."""
 
     kind: ObservationKind
     dialect: str
@@ -125,9 +136,13 @@ class WireObservation(WireModel):
     output_tokens: int | None
     incomplete_reasons: list[str]
     size_bytes: int
+    # The channel of its content (`DeferredContent.channel`): the member compares the calls of
+    # a channel for resent history. A default: records sealed by a collector from before it
+    # still open (a sessionizer is upgraded first), their inputs kept whole.
+    channel: str = ""
 
     def record(self) -> Observation:
-        return Observation(
+        observation = Observation(
             kind=self.kind,
             dialect=self.dialect,
             trace_id=self.trace_id,
@@ -147,6 +162,9 @@ class WireObservation(WireModel):
             incomplete_reasons=self.incomplete_reasons,
             size_bytes=self.size_bytes,
         )
+        if self.channel:
+            defer_parsed_inputs(observation, self.channel)
+        return observation
 
 
 class WireContext(WireModel):
@@ -214,12 +232,18 @@ class ObservationCodec:
         return self.sealer.route_key("trace" if route == "link" else route, value)
 
     def seal_observations(self, route: Route, items: list[RoutedObservation]) -> ObservationRecord:
+        channels = []
         for item in items:
-            if item.observation is not None and item.observation.content is not None:
+            content = item.observation.content if item.observation is not None else None
+            channels.append(content.channel if content is not None else "")
+            if content is not None:
                 # A routing collector never compares calls (`drop_known` is the sessionizer's),
                 # so the parsed copy holds each call's whole input and no `resends` link.
                 item.observation = item.observation.parsed()
         wire = OBSERVATIONS.validate_python(items, from_attributes=True)
+        for routed, channel in zip(wire, channels, strict=True):
+            if routed.observation is not None:
+                routed.observation.channel = channel
         return self._seal(route, OBSERVATIONS.dump_json(wire))
 
     def seal_links(self, links: list[TraceLink]) -> ObservationRecord:

@@ -290,6 +290,15 @@ def test_collectors_route_sessionizers_build_the_same_sessions_as_one_process(bo
         post(distributed.round_robin(), first)
         distributed.settled()
         assert topic_size(bootstrap, SESSIONS) == CONVERSATIONS
+        # The members kept only what a call added to the history it resent (the sessions below
+        # are still those one process builds).
+        kept = [
+            call
+            for member in distributed.members
+            for session in member.pipeline.sessionizer._kept.values()
+            for call in session.observations
+        ]
+        assert any(call.resends is not None for call in kept)
         post(distributed.round_robin(), late)
         distributed.settled()
         published = read_topic(bootstrap, SESSIONS, CONVERSATIONS + LATE)

@@ -172,17 +172,11 @@ _calls = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    dialect=st.sampled_from(DIALECTS),
-    variants=_calls,
-    retries=st.sets(st.integers(0, 8), max_size=2),
-    swaps=st.sets(st.integers(0, 7), max_size=2),
-    cut=st.integers(-1, 8),
-)
-def test_any_history_assembles_as_every_call_parsed_whole(
-    dialect: str, variants: list[str], retries: set[int], swaps: set[int], cut: int
-) -> None:
+def variant_spans(
+    dialect: str, variants: list[str], retries: set[int], swaps: set[int], cut: int = -1
+) -> list[SpanView]:
+    """One call per variant (`_variant_inputs`), the calls in `retries` sent twice, neighbours
+    at `swaps` arriving in each other's place, and with GenAI the input of call `cut` cut."""
     messages = texts(f"edit-{dialect}", 2 * len(variants), length=40)
     spans = []
     for call, variant in enumerate(variants):
@@ -198,10 +192,35 @@ def test_any_history_assembles_as_every_call_parsed_whole(
     for index in sorted(swaps):  # arrival order is not call order
         if index + 1 < len(spans):
             spans[index], spans[index + 1] = spans[index + 1], spans[index]
-    spans = received(spans)
+    return received(spans)
 
+
+HISTORIES = st.builds(
+    variant_spans,
+    dialect=st.sampled_from(DIALECTS),
+    variants=_calls,
+    retries=st.sets(st.integers(0, 8), max_size=2),
+    swaps=st.sets(st.integers(0, 7), max_size=2),
+    cut=st.integers(-1, 8),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spans=HISTORIES)
+def test_any_history_assembles_as_every_call_parsed_whole(spans: list[SpanView]) -> None:
     [session], _ = through_pipeline(spans)
     assert comparable(session) == comparable(reference(spans))
+
+
+def edited_history(messages: list) -> list[list]:
+    """Four calls' inputs: the second extends the first, the third rewrites the first message
+    (a client-side summary: not a prefix), the fourth extends the third."""
+    return [
+        messages[:1],
+        messages[:3],
+        [("user", "summary of the first exchange"), *messages[2:5]],
+        [("user", "summary of the first exchange"), *messages[2:7]],
+    ]
 
 
 @pytest.mark.parametrize("dialect", RESENDING)
@@ -209,12 +228,7 @@ def test_a_history_the_client_cut_or_edited_is_kept_whole_and_assembled_as_sent(
     dialect: str,
 ) -> None:
     messages = texts(f"cut-{dialect}", 8, length=40)
-    inputs = [
-        messages[:1],
-        messages[:3],
-        [("user", "summary of the first exchange"), *messages[2:5]],  # edited: not a prefix
-        [("user", "summary of the first exchange"), *messages[2:7]],  # extends the edited one
-    ]
+    inputs = edited_history(messages)
     spans = received(
         [
             span(f"cut-{dialect}", call, call_attributes(dialect, sent, messages[2 * call + 1]))

@@ -563,18 +563,18 @@ def test_a_trace_that_never_gets_a_link_becomes_a_session_of_its_own():
 
 
 @pytest.mark.parametrize(
-    ("record", "wire", "not_sealed"),
+    ("record", "wire", "not_sealed", "added"),
     [
-        (Context, WireContext, set()),
-        (Message, WireMessage, set()),
-        (ToolCallPart, WireToolCall, set()),
-        (ToolExecution, WireToolExecution, set()),
-        (Observation, WireObservation, {"content", "resends"}),
+        (Context, WireContext, set(), []),
+        (Message, WireMessage, set(), []),
+        (ToolCallPart, WireToolCall, set(), []),
+        (ToolExecution, WireToolExecution, set(), []),
+        (Observation, WireObservation, {"content", "resends"}, ["channel"]),
     ],
 )
-def test_the_wire_form_carries_every_field_of_its_record(record, wire, not_sealed):
+def test_the_wire_form_carries_every_field_of_its_record(record, wire, not_sealed, added):
     fields = [field.name for field in dataclasses.fields(record) if field.name not in not_sealed]
-    assert fields == list(wire.model_fields)
+    assert [*fields, *added] == list(wire.model_fields)
 
 
 def test_an_observation_comes_back_from_the_wire_as_it_was_sealed():
