@@ -52,7 +52,7 @@ class InputItems:
     def __init__(self, before: InputItems | None, own: list[bytes]) -> None:
         self.before = before
         self.own = own
-        self.count = len(own) + (before.count if before is not None else 0)
+        self.count: int = len(own) + (before.count if before is not None else 0)
 
     def flat(self) -> list[bytes]:
         """Every encoding, in order (for the rare input that does not extend the last)."""
