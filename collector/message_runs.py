@@ -6,9 +6,10 @@ attributes begin with the previous call's, byte for byte. The protobuf receiver 
 large span, the run of input message attributes it carries (`MessageRun`: the run's bytes as on
 the wire and the checked KeyValue encodings in it); when a later span's input begins with a
 remembered run, one comparison of that slice stands for parsing and checking every attribute in
-it, the span is parsed without it, and its encodings are the run's own objects (which the
-flattened dialects then compare with the previous call's by identity). The work per span is then
-its new attributes', not its history's.
+it, the span is parsed without it and names the run (`SpanView.resent_run`) instead of holding
+its encodings. The encodings are a chain (`InputItems`) that the flattened dialects keep as the
+channel's whole input, so a span that began with the previous call's run is known to extend that
+call by one identity check. The work per span is then its new attributes', not its history's.
 
 Runs are remembered by where they start: a hash of the bytes that follow the first message's
 attributes (a system prompt shared by every conversation of a service comes first; what follows
