@@ -245,3 +245,16 @@ def test_a_changelog_that_cannot_be_read_leaves_the_member_as_without_one(caplog
     [logged] = [r for r in caplog.records if r.msg.startswith("changelog unreadable")]
     assert logged.error == "TimeoutError" and logged.partitions == 2
     assert len(links) == 0 and len(revisions) == 0
+
+
+def test_only_partitions_new_to_a_member_are_restored():
+    ledger = OffsetLedger()
+    ledger.assign([(OBSERVATIONS, 0), (OBSERVATIONS, 1)])
+    assert ledger.take_gained() == {(OBSERVATIONS, 0), (OBSERVATIONS, 1)}
+    ledger.revoke([(OBSERVATIONS, 0), (OBSERVATIONS, 1)])  # an eager rebalance
+    ledger.assign([(OBSERVATIONS, 1), (OBSERVATIONS, 2)])  # 1 straight back: its state stays
+    assert ledger.take_gained() == {(OBSERVATIONS, 2)}
+    assert ledger.take_gained() == set()
+    ledger.assign([(OBSERVATIONS, 3)])
+    ledger.lose([(OBSERVATIONS, 3)])  # gone before its restore: nothing to restore
+    assert ledger.take_gained() == set()
