@@ -10,7 +10,9 @@ timeout, so a member that takes the partition over knows the link too. Waiting i
 `routing.max_pending_traces` the oldest trace is sessionized at once. An end marker closes its
 conversation after a short grace (`_add`). When partitions move away, whatever was buffered
 from them is dropped unpublished: it was never committed, so the new owner replays it; while
-they move, the idle clock stops (`_hold_idle`).
+they move, the idle clock stops (`_hold_idle`). Each new link is also written to the
+partition's changelog (`changelog.py`), so a member that takes the partition over after the link's
+record was committed still knows it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from turnwatch.collector.changelog import PartitionChangelog
 from turnwatch.collector.config import RoutingConfig
 from turnwatch.collector.observations import (
     BadObservations,
@@ -74,7 +77,7 @@ class ObservationIntake:
         # Until then a rebalance may still be delaying spans (`_hold_idle`).
         self._settling_until = 0.0
         self.clock = clock
-        self._links: LRU[str, str] = LRU(config.max_traces)
+        self.links: LRU[str, str] = LRU(config.max_traces)
         # Trace -> (its link record, last use), least recently used first: a link holds its
         # record uncommitted until its trace has been quiet for an idle timeout, so a member
         # that takes the partition over meanwhile replays the link too (what it forwards again
@@ -83,6 +86,8 @@ class ObservationIntake:
         self.max_links = config.max_traces
         self._waiting: OrderedDict[str, _Waiting] = OrderedDict()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.changelog: PartitionChangelog | None = None
+        """Set by the sessionizer role: new links are written to it, and it restores `links`."""
         ledger.on_revoked = self._revoked
         ledger.on_delivery = self._delivery
 
@@ -98,7 +103,9 @@ class ObservationIntake:
         try:
             if record.route == "link":
                 for link in self.codec.open_links(record):
-                    self._link(link.trace_id, link.conversation_key, position)
+                    new = self._link(link.trace_id, link.conversation_key, position)
+                    if new and self.changelog is not None:
+                        self.changelog.link(link.trace_id, link.conversation_key, position)
                     waiting = self._waiting.pop(link.trace_id, None)
                     if waiting is not None:
                         await self._forward(link.conversation_key, waiting.items)
@@ -133,7 +140,7 @@ class ObservationIntake:
     async def _take_trace_routed(self, items: list[RoutedObservation], position: Position) -> None:
         forward: dict[str, list[tuple[RoutedObservation, Position]]] = {}
         for item in items:
-            key = self._links.get(item.trace_id)
+            key = self.links.get(item.trace_id)
             self.ledger.hold(position)
             if key is not None:
                 self._touch_link(item.trace_id)
@@ -163,15 +170,17 @@ class ObservationIntake:
             self.ledger.release(position for _, position in held)
         self.metrics.observations_routed.labels("forwarded").inc(len(items))
 
-    def _link(self, trace_id: str, conversation_key: str, position: Position) -> None:
-        self._links.put(trace_id, conversation_key)
+    def _link(self, trace_id: str, conversation_key: str, position: Position) -> bool:
+        """Remember the link, holding its record; False when one record holds it already."""
+        self.links.put(trace_id, conversation_key)
         if trace_id in self._link_records:  # another collector linked it too: one record holds
             self._touch_link(trace_id)
-            return
+            return False
         self.ledger.hold(position)
         self._link_records[trace_id] = (position, self.clock())
         while len(self._link_records) > self.max_links:
             self.ledger.release([self._link_records.popitem(last=False)[1][0]])
+        return True
 
     def _touch_link(self, trace_id: str) -> None:
         held = self._link_records.get(trace_id)

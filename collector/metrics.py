@@ -123,6 +123,28 @@ class CollectorMetrics:
             "after a partition moved: forwarded again, or of a session it closed).",
             registry=registry,
         )
+        self.changelog_written = Counter(
+            "turnwatch_changelog_written_total",
+            "Sessionizer: state records for the next owner of a partition written to "
+            "turnwatch.sessionizer.changelog, by kind (conversation, link).",
+            ["kind"],
+            registry=registry,
+        )
+        self.changelog_dropped = Counter(
+            "turnwatch_changelog_dropped_total",
+            "Sessionizer: changelog records not written, by reason (queue_full, publish_error); "
+            "the next owner takes that link or conversation over as without a changelog.",
+            ["reason"],
+            registry=registry,
+        )
+        self.changelog_restored = Counter(
+            "turnwatch_changelog_restored_total",
+            "Sessionizer: changelog records read when a partition was gained, by outcome "
+            "(restored, unreadable); read_failed counts partitions whose changelog could not "
+            "be read at all.",
+            ["outcome"],
+            registry=registry,
+        )
         self.routing_depth = Gauge(
             "turnwatch_routing_queue_depth",
             "Sealed observation records waiting for the bus (route mode).",

@@ -214,6 +214,8 @@ class CollectorPipeline:
         self._clock = clock
         self._trace_keyed_warned_at: float | None = None
         self._trace_keyed_unreported = 0
+        self.on_closed: Callable[[ClosedSession, list[Position]], None] | None = None
+        """Hears of each closed session with its bus positions (the sessionizer's changelog)."""
 
     def overloaded(self) -> bool:
         if self.router is not None and self.router.overloaded():
@@ -373,6 +375,8 @@ class CollectorPipeline:
         if state.key_source == TRACE_KEY_SOURCE:
             self._trace_keyed(state.service)
         held, state.held = state.held, []
+        if self.on_closed is not None:
+            self.on_closed(closed, held)
         self._closed_counter(closed.reason.value).inc()
         decision = self.sampler.decide(
             state.conversation_key,

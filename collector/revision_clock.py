@@ -4,12 +4,15 @@ One process numbers a session from its close time. In the distributed layout eve
 collector stamps each observation as it arrives, and a sessionizer member numbers a session from
 its latest stamp, so every member that builds it gives it the same number (`from_arrivals`).
 A sessionizer's numbering (`SessionRevisions`) also remembers the last revision it gave each
-conversation, bounded, so a conversation that continues is numbered above it."""
+conversation, bounded, so a conversation that continues is numbered above it; and what the
+partition's previous owner handed over (`HandedOver`, from the changelog)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
 
 from turnwatch.lru import LRU
 
@@ -55,6 +58,29 @@ def from_arrivals(latest_arrival: int, previous_revision: int) -> int:
     return max(latest_arrival, previous_revision + 1)
 
 
+@dataclass(frozen=True, slots=True)
+class HandedOver:
+    """A conversation's last revision as the partition's previous owner published it, from
+    the changelog (`turnwatch.collector.changelog`): its number, its observations' latest
+    arrival stamp, and per partition of `turnwatch.observations` the highest offset of an
+    observation in it."""
+
+    revision: int
+    last_arrival: int
+    offsets: dict[int, int]
+
+    def number(self, latest_arrival: int, held: Iterable[Any]) -> int:
+        """A session of this conversation built by the member that took the partition over.
+        One holding an observation past the revision's offsets continues the conversation: the
+        next number, whatever the stamps say (a collector whose clock is behind stamps lower).
+        One within them is a replayed copy of a revision already published: the same number
+        when it reaches the revision's latest stamp, else the earlier revision's own, from its
+        observations as before."""
+        if any(p.offset > self.offsets.get(p.partition, -1) for p in held):
+            return from_arrivals(latest_arrival, self.revision)
+        return self.revision if latest_arrival >= self.last_arrival else latest_arrival
+
+
 class SessionRevisions:
     """A sessionizer's revision numbering: its clock, and the last revision it gave each
     conversation it remembers (up to `max_remembered_sessions`, least recently closed
@@ -64,14 +90,32 @@ class SessionRevisions:
     def __init__(self, remembered: int, wall_clock: Callable[[], float] = time.time) -> None:
         self.clock = RevisionClock(wall_clock)
         self._last: LRU[str, int] = LRU(remembered)
+        # Restored from the changelog, under the same bound: used once, by the next close.
+        self._handed: LRU[str, HandedOver] = LRU(remembered)
 
-    def number(self, key: str, latest_arrival: int) -> int:
+    def number(self, key: str, latest_arrival: int, held: Iterable[Any] = ()) -> int:
         """The revision of `key`'s session closing now: from its observations' latest arrival
-        stamp in the sessionizer role (`from_arrivals`), else from the close time."""
+        stamp in the sessionizer role (`from_arrivals`; `held` are their bus positions), else
+        from the close time. A revision handed over above the last one this member gave
+        decides instead (`HandedOver.number`)."""
         previous = self._last.get(key) or 0
-        revision = from_arrivals(latest_arrival, previous) if latest_arrival else self.clock.next()
+        handed = self._handed.peek(key)
+        if not latest_arrival:
+            revision = self.clock.next()
+        elif handed is not None and handed.revision > previous:
+            revision = handed.number(latest_arrival, held)
+            if revision >= handed.revision:  # not a copy of an earlier one: used up
+                self._handed.pop(key)
+        else:
+            revision = from_arrivals(latest_arrival, previous)
         self._last.put(key, revision)
         return revision
+
+    def hand_over(self, key: str, handed: HandedOver) -> None:
+        """What the changelog says the partition's previous owner published last for `key`."""
+        known = self._handed.peek(key)
+        if known is None or handed.revision >= known.revision:
+            self._handed.put(key, handed)
 
     def published_long_ago(self, key: str, arrival: int, window_seconds: float) -> bool:
         """Whether an observation of `key`, whose session content is no longer kept, is one

@@ -409,7 +409,7 @@ class Sessionizer:
     def _close(self, key: str, reason: CloseReason) -> ClosedSession:
         session = self._open.pop(key)
         self.open_bytes -= session.size
-        session.revision = self.revisions.number(key, session.last_arrival)
+        session.revision = self.revisions.number(key, session.last_arrival, session.held)
         session.closed_at = self.clock()
         if reason not in CAPPED and self.config.reopen_window_seconds > 0:
             earlier = self._kept.pop(key, None)

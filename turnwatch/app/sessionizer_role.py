@@ -6,7 +6,10 @@ de-identify, publish to `turnwatch.sessions`), fed by what collectors in `routin
 sealed. Offsets are committed only below the oldest observation whose session has not been
 handed on (`turnwatch.bus.ledger`), so a member that stops or dies hands its open
 conversations over by replay: at shutdown it publishes nothing half-built, it commits what is
-done and drops the rest for the next owner.
+done and drops the rest for the next owner. What the next owner cannot replay, because it was
+committed (the links of quiet traces, the last revision of each conversation), it restores from
+the partition's changelog before taking the partition's observations
+(`turnwatch.collector.changelog`).
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ import logging
 from turnwatch.app.collector_role import BusSink, shared_secret
 from turnwatch.app.context import ServiceContext
 from turnwatch.app.roles import Consumer
+from turnwatch.bus.kafka import KafkaBus
 from turnwatch.bus.ledger import OffsetLedger
 from turnwatch.bus.records import OBSERVATIONS
+from turnwatch.collector.changelog import PartitionChangelog
 from turnwatch.collector.deid.secret import session_id_key
 from turnwatch.collector.handoff import Handoff
 from turnwatch.collector.intake import ObservationIntake
@@ -53,6 +58,21 @@ class SessionizerRole:
         self.intake = ObservationIntake(
             self.pipeline, codec, self.ledger, bus.publish, config.routing
         )
+        self.changelog = PartitionChangelog(
+            sealer,
+            codec.route_key,
+            self.ledger,
+            bus.publish,
+            self.pipeline.sessionizer.revisions,
+            self.intake.links,
+            metrics,
+            bus.read_tail if isinstance(bus, KafkaBus) else None,
+            limit=config.routing.max_traces + config.sessions.max_remembered_sessions,
+            queue_size=config.handoff.queue_size,
+        )
+        self.intake.changelog = self.changelog
+        self.pipeline.on_closed = self.changelog.closed
+        self.ledger.on_gained = self.changelog.restore
         self.group = settings.bus.kafka.sessionizer_group
 
     async def sweep_forever(self) -> None:
@@ -66,11 +86,16 @@ class SessionizerRole:
                 log.exception("idle sweep failed", extra={"reason": "sweep_error"})
 
     async def drain(self, timeout: float) -> None:
-        """At shutdown: publish the sessions already closed; open ones stay for the next owner."""
-        drain = asyncio.create_task(self.handoff.drain())
+        """At shutdown: publish the sessions already closed, and their changelog records; open
+        ones stay for the next owner."""
+        drain = asyncio.create_task(self._drain_both())
         finished, _ = await asyncio.wait({drain}, timeout=timeout)
         if not finished:
             log.error("sessionizer drain timed out", extra={"queued": self.handoff.queue.qsize()})
+
+    async def _drain_both(self) -> None:
+        await self.handoff.drain()
+        await self.changelog.drain()
 
     def consumer(self) -> Consumer:
         overloaded = self.handoff.overloaded
@@ -82,7 +107,7 @@ class SessionizerRole:
             readiness={"pipeline": lambda: "handoff queue saturated" if overloaded() else None},
             drain=self.drain,
             ledger=self.ledger,
-            background=(self.handoff.run, self.sweep_forever),
+            background=(self.handoff.run, self.changelog.run, self.sweep_forever),
             close=self.sink.close,
         )
 

@@ -31,6 +31,12 @@ class KafkaConfig(Section):
         ge=1_000,
         description="A record not acknowledged by then is spooled (or retried) by turnwatch.",
     )
+    changelog_retention_seconds: int = Field(
+        default=86_400,
+        gt=0,
+        description="How long turnwatch.sessionizer.changelog keeps a record (compacted as well "
+        "on Apache Kafka); set at topic creation.",
+    )
     scorer_group: str = "turnwatch-scorers"
     exporter_group: str = "turnwatch-exporters"
     sessionizer_group: str = "turnwatch-sessionizers"

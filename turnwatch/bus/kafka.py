@@ -30,10 +30,10 @@ from kafka.errors import KafkaError, KafkaTimeoutError
 
 from turnwatch.bus.base import Handler, RecordProcessor, encode_for_publish
 from turnwatch.bus.config import BusConfig
-from turnwatch.bus.kafka_consumer import RECORD_OVERHEAD_BYTES, ConsumerWorker
+from turnwatch.bus.kafka_consumer import RECORD_OVERHEAD_BYTES, ConsumerWorker, read_tail
 from turnwatch.bus.ledger import OffsetLedger
 from turnwatch.bus.metrics import BusMetrics
-from turnwatch.bus.records import TOPICS, Record, topic_label
+from turnwatch.bus.records import CHANGELOG, TOPICS, Record, topic_label
 from turnwatch.bus.spool import DiskSpool, FifoFull, Item
 from turnwatch.revisions import SeenRevisions
 
@@ -127,11 +127,20 @@ class KafkaBus:
             # Apache Kafka accepts 1 MB per record unless the topic says otherwise; turnwatch's
             # own cap (`bus.max_record_bytes`) is the one that should decide.
             record_limit = str(self.config.max_record_bytes + RECORD_OVERHEAD_BYTES)
+            # The changelog keeps each key's latest state (a conversation's last revision),
+            # and forgets a trace's link with age (README: partition moves).
+            changelog = {
+                "cleanup.policy": "compact,delete",
+                "retention.ms": str(self.kafka.changelog_retention_seconds * 1000),
+            }
             topics = {
                 topic: {
                     "num_partitions": self.kafka.partitions,
                     "replication_factor": self.kafka.replication_factor,
-                    "configs": {"max.message.bytes": record_limit},
+                    "configs": {
+                        "max.message.bytes": record_limit,
+                        **(changelog if topic == CHANGELOG else {}),
+                    },
                 }
                 for topic in TOPICS
             }
@@ -293,6 +302,12 @@ class KafkaBus:
         return self.spooled_count == 0
 
     # --- consuming -------------------------------------------------------------------------
+
+    async def read_tail(self, topic: str, partitions: set[int], limit: int) -> list:
+        """The last `limit` records of each of `partitions` (kafka_consumer.read_tail), read
+        within half the poll interval, so a restore never costs this member its group seat."""
+        timeout = self.kafka.max_poll_interval_ms / 2000
+        return await self._run(read_tail, self.bootstrap, topic, partitions, limit, timeout)
 
     async def consume(
         self,

@@ -6,7 +6,8 @@ counts as done; done offsets are committed after every batch, on revocation and 
 never while the process's spool holds records (see `_spool_holds_outputs`); a lost partition's
 offsets are discarded. With an `OffsetLedger`, a done offset is committed only up to the oldest
 record a handler still holds (ledger.py): both bounds apply, so what is committed is the lower.
-Lag is the partition high watermark minus the next offset to process.
+Lag is the partition high watermark minus the next offset to process. Partitions the ledger
+says this member gained are handed to its `on_gained` (awaited) before any of their records.
 """
 
 from __future__ import annotations
@@ -218,6 +219,7 @@ class ConsumerWorker(ConsumerRebalanceListener):
                     log.warning("kafka poll failed", extra={"error": type(exc).__name__})
                     stop.wait(1.0)
                     continue
+                self._restore_gained()
                 skipped: dict[TopicPartition, int] = {}
                 for tp, records in batch.items():
                     for record in records:
@@ -241,6 +243,20 @@ class ConsumerWorker(ConsumerRebalanceListener):
                 consumer.close(autocommit=False)
             log.info("kafka consumer stopped", extra={"topics": self.topics, "group": self.group})
 
+    def _restore_gained(self) -> None:
+        """Before the records of partitions new to this member: their handler's restore (the
+        sessionizer reads its changelog). It must not fail; if it does, the records still go."""
+        ledger = self.ledger
+        if ledger is None or ledger.on_gained is None:
+            return
+        gained = ledger.take_gained()
+        if not gained:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(ledger.on_gained(gained), self.loop).result()
+        except Exception as exc:
+            log.error("partition restore failed", extra={"error": type(exc).__name__})
+
     def _seek_back(self, consumer: KafkaConsumer, skipped: dict[TopicPartition, int]) -> None:
         """A partition revoked mid-batch and assigned straight back (an eager rebalance) keeps
         its fetch position, past the records skipped: fetch those again."""
@@ -257,3 +273,34 @@ class ConsumerWorker(ConsumerRebalanceListener):
         )
         # Wait however long publishing takes: during an outage the outputs go to the spool.
         asyncio.run_coroutine_threadsafe(work, self.loop).result()
+
+
+def read_tail(
+    bootstrap: list[str], topic: str, partitions: set[int], limit: int, timeout: float
+) -> list:
+    """The last `limit` records (or fewer) of each of `partitions` of `topic`, read to the end
+    offsets as they were at the start, oldest first per partition. No group: nothing is
+    committed. Raises KafkaError, or TimeoutError when the end is not reached in `timeout`."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, bootstrap_timeout_ms=3_000
+    )
+    try:
+        wanted = [TopicPartition(topic, partition) for partition in sorted(partitions)]
+        consumer.assign(wanted)
+        ends = consumer.end_offsets(wanted)
+        begins = consumer.beginning_offsets(wanted)
+        open_parts = {tp for tp in wanted if ends[tp] > begins[tp]}
+        for tp in open_parts:
+            consumer.seek(tp, max(begins[tp], ends[tp] - limit))
+        records: list = []
+        deadline = time.monotonic() + timeout
+        while open_parts:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(open_parts)} partitions not read to their end")
+            for tp, batch in consumer.poll(timeout_ms=200).items():
+                records.extend(record for record in batch if record.offset < ends[tp])
+                if consumer.position(tp) >= ends[tp]:
+                    open_parts.discard(tp)
+        return records
+    finally:
+        consumer.close(autocommit=False)

@@ -4,7 +4,8 @@ A handler that buffers (the sessionizer role keeps observations until their sess
 published) holds the record in hand (`hold(in_hand())`, once per holder); the consumer then
 commits no offset of that partition at or above it until every holder has called `release`.
 A crash or a partition move therefore replays every observation of a session that was not yet
-published, never loses one.
+published, never loses one. A partition this member gains (not one given straight back) is
+handed to `on_gained` before any of its records (the sessionizer restores its changelog there).
 
 Thread-safe: holds and releases happen on the event loop, commits and rebalance callbacks on the
 consumer's threads.
@@ -15,7 +16,7 @@ from __future__ import annotations
 import heapq
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import NamedTuple
 
 
@@ -38,6 +39,10 @@ class OffsetLedger:
         self._epochs: dict[tuple[str, int], int] = {}
         self.assigned: set[tuple[str, int]] = set()
         self._revoking: set[tuple[str, int]] = set()
+        self._gained: set[tuple[str, int]] = set()
+        self.on_gained: Callable[[set[tuple[str, int]]], Awaitable[None]] | None = None
+        """Run on the event loop, awaited by the consumer thread before it hands on any record
+        of these partitions (newly this member's: not those assigned straight back)."""
         self.on_revoked: Callable[[set[tuple[str, int]]], None] | None = None
         """Called (on a consumer thread) with partitions this member no longer owns."""
         self.on_delivery: Callable[[bool], None] | None = None
@@ -118,11 +123,18 @@ class OffsetLedger:
         come straight back keep their fetch position, so what was buffered from them stays."""
         new = set(partitions)
         with self._lock:
+            self._gained |= new - self.assigned - self._revoking
             self.assigned |= new
             gone, self._revoking = self._revoking - new, set()
         self.lose(gone)
         if self.on_delivery is not None:
             self.on_delivery(True)
+
+    def take_gained(self) -> set[tuple[str, int]]:
+        """Partitions gained since the last call (the consumer restores them first)."""
+        with self._lock:
+            gained, self._gained = self._gained, set()
+            return gained
 
     def revoke(self, partitions: Iterable[tuple[str, int]]) -> None:
         """A rebalance took these partitions; the next assignment says which ones moved away.
@@ -139,6 +151,7 @@ class OffsetLedger:
         gone = set(partitions)
         with self._lock:
             self.assigned -= gone
+            self._gained -= gone
             for key in gone:
                 self._holds.pop(key, None)
                 self._heaps.pop(key, None)

@@ -3,9 +3,11 @@
 Every record is validated into its topic's model before a handler sees it, so handlers take
 models, never dicts: a `Session` from `turnwatch.sessions`, a `ScoreRecord` from
 `turnwatch.scores`, an `Incident` from `turnwatch.incidents`, an `ObservationRecord` from
-`turnwatch.observations` (the distributed layout). A record that does not validate is
-`Undecodable("invalid")` and goes to the dead letter topic. Records are keyed by session id;
-observations by a keyed digest of their conversation key (or trace id).
+`turnwatch.observations` (the distributed layout), a `ChangelogRecord` from
+`turnwatch.sessionizer.changelog` (the sessionizer members' handover state). A record that does
+not validate is `Undecodable("invalid")` and goes to the dead letter topic. Records are keyed by
+session id; observations (and changelog records) by a keyed digest of their conversation key (or
+trace id).
 """
 
 from __future__ import annotations
@@ -25,7 +27,11 @@ SCORES = "turnwatch.scores"
 INCIDENTS = "turnwatch.incidents"
 DEAD_LETTER = "turnwatch.deadletter"
 OBSERVATIONS = "turnwatch.observations"
-TOPICS = (SESSIONS, SCORES, INCIDENTS, DEAD_LETTER, OBSERVATIONS)
+CHANGELOG = "turnwatch.sessionizer.changelog"
+"""Per-partition state the sessionizer members hand over: keyed and partitioned like
+`turnwatch.observations` (same keys, same partition count), so partition N of one holds the
+state of partition N of the other (`turnwatch.collector.changelog`)."""
+TOPICS = (SESSIONS, SCORES, INCIDENTS, DEAD_LETTER, OBSERVATIONS, CHANGELOG)
 
 
 class DeadLetter(WireModel):
@@ -56,6 +62,16 @@ class ObservationRecord(WireModel):
     sealed: str = Field(min_length=1)
 
 
+class ChangelogRecord(WireModel):
+    """What a sessionizer member tells the next owner of a partition: a conversation's last
+    revision, or which conversation a trace belongs to. Sealed like observations (keys and links
+    come from conversation and user ids); `kind` is authenticated with the content."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    kind: Literal["conversation", "link"]
+    sealed: str = Field(min_length=1)
+
+
 # Consumers subscribe to these topics only: a topic without a model is a wiring error, not bad data.
 TOPIC_MODELS: dict[str, type[BaseModel]] = {
     SESSIONS: Session,
@@ -63,6 +79,7 @@ TOPIC_MODELS: dict[str, type[BaseModel]] = {
     INCIDENTS: Incident,
     DEAD_LETTER: DeadLetter,
     OBSERVATIONS: ObservationRecord,
+    CHANGELOG: ChangelogRecord,
 }
 
 Record: TypeAlias = BaseModel
