@@ -7,12 +7,13 @@ go through turnwatch's collector in this process twice: history resent on every 
 deltas (each call sends only the new user message). What is timed, in CPU time
 (`time.process_time`), is everything from the OTLP/protobuf bytes to the validated Session:
 the receiver's protobuf decoding, dialect decoding, sessionizing, sampling, assembly and
-validation. Request k carries call k of every conversation of the run (about 1,600 spans a run
-whatever the length). Resent and delta runs alternate (which goes first swaps every round), keys
+validation. Request k carries call k of every conversation of the run (about `--spans` spans a
+run whatever the length: 3,200 by default, long enough that one run is not one burst of the
+shared machine's noise). Resent and delta runs alternate (which goes first swaps every round), keys
 are new in every run, and each row gives the median over rounds and the ratio resent / deltas
 per round; bytes are what the sessionizer holds per conversation, kept for the reopen window.
 
-    python benchmarks/resent.py [--rounds 3] [--turns 4 40 400] [--dialects genai ...]
+    python benchmarks/resent.py [--rounds 3] [--spans 3200] [--turns 4 40 400] [--dialects ...]
 """
 
 from __future__ import annotations
@@ -36,14 +37,12 @@ from tests.stages import assembling_pipeline
 from turnwatch import collector
 from turnwatch.app.settings import load_settings
 
-SPANS_PER_RUN = 1_600
 
-
-def requests(dialect: str, prefix: str, turns: int, resent: bool) -> list[bytes]:
+def requests(dialect: str, prefix: str, turns: int, resent: bool, spans: int) -> list[bytes]:
     calls = turns // 2
     conversations = [
         conversation_spans(dialect, f"{prefix}-{number}", calls, resent)
-        for number in range(max(1, SPANS_PER_RUN // calls))
+        for number in range(max(1, spans // calls))
     ]
     for spans in conversations:
         spans[-1].attributes["turnwatch.session.end"] = "true"
@@ -73,10 +72,11 @@ def run(bodies: list[bytes], turns: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--spans", type=int, default=3_200, help="spans a run")
     parser.add_argument("--turns", type=int, nargs="+", default=[4, 40, 400])
     parser.add_argument("--dialects", nargs="+", default=["genai", "openinference", "openllmetry"])
     args = parser.parse_args()
-    print(f"resent vs deltas: {SPANS_PER_RUN} spans a run, {args.rounds} rounds, {collector.BUILD}")
+    print(f"resent vs deltas: {args.spans} spans a run, {args.rounds} rounds, {collector.BUILD}")
     print(
         f"{'dialect':<15}{'turns':>6}{'resent us/span':>16}{'deltas us/span':>16}{'ratio':>7}"
         f"{'ratios per round':>24}{'KiB/conv resent':>17}{'deltas':>8}"
@@ -89,7 +89,9 @@ def main() -> None:
                 order = (True, False) if round_number % 2 == 0 else (False, True)
                 for resent in order:
                     prefix = f"{dialect}-{turns}-{round_number}-{'r' if resent else 'd'}"
-                    results[resent].append(run(requests(dialect, prefix, turns, resent), turns))
+                    results[resent].append(
+                        run(requests(dialect, prefix, turns, resent, args.spans), turns)
+                    )
                 ratios.append(results[True][-1][0] / results[False][-1][0])
             resent_us = statistics.median(r[0] for r in results[True])
             delta_us = statistics.median(r[0] for r in results[False])

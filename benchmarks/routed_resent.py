@@ -24,14 +24,14 @@ from pathlib import Path
 # over the repository's own `turnwatch/` folder.
 sys.path.append(str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.resent import SPANS_PER_RUN, requests
+from benchmarks.resent import requests
 from benchmarks.routing import route, sessionize
 
 
-def run(bodies: list[bytes], turns: int) -> tuple[float, float, float]:
+def run(bodies: list[bytes], turns: int, spans_wanted: int) -> tuple[float, float, float]:
     """(collector us/span, member us/span, bytes held per conversation on the member)."""
     calls = turns // 2
-    spans = calls * max(1, SPANS_PER_RUN // calls)
+    spans = calls * max(1, spans_wanted // calls)
     routing_seconds, records = route(bodies)
     member_seconds, sessions, held = sessionize(records)
     if sessions != spans // calls:
@@ -42,12 +42,11 @@ def run(bodies: list[bytes], turns: int) -> tuple[float, float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--spans", type=int, default=1_600, help="spans a run")
     parser.add_argument("--turns", type=int, nargs="+", default=[40, 200])
     parser.add_argument("--dialects", nargs="+", default=["genai", "openinference", "openllmetry"])
     args = parser.parse_args()
-    print(
-        f"distributed layout, resent vs deltas: {SPANS_PER_RUN} spans a run, {args.rounds} rounds"
-    )
+    print(f"distributed layout, resent vs deltas: {args.spans} spans a run, {args.rounds} rounds")
     print(
         f"{'dialect':<15}{'turns':>6}{'collector us/span':>19}{'deltas':>8}"
         f"{'member us/span':>16}{'deltas':>8}{'member KiB/conv':>17}{'deltas':>8}{'ratio':>7}"
@@ -59,7 +58,8 @@ def main() -> None:
                 order = (True, False) if round_number % 2 == 0 else (False, True)
                 for resent in order:
                     prefix = f"routed-{dialect}-{turns}-{round_number}-{'r' if resent else 'd'}"
-                    results[resent].append(run(requests(dialect, prefix, turns, resent), turns))
+                    bodies = requests(dialect, prefix, turns, resent, args.spans)
+                    results[resent].append(run(bodies, turns, args.spans))
             resent, deltas = (
                 [statistics.median(row[column] for row in results[which]) for column in range(3)]
                 for which in (True, False)
