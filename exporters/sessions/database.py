@@ -81,6 +81,17 @@ CREATE TABLE IF NOT EXISTS reviews (
     review_blob {blob} NOT NULL,
     PRIMARY KEY (session_id, revision, reviewer)
 );
+-- Which score record parts the exporter members counted (claims.py): the shared arbiter that
+-- lets exactly one member count a redelivered record.
+CREATE TABLE IF NOT EXISTS counted_parts (
+    session_id TEXT NOT NULL,
+    revision BIGINT NOT NULL,
+    part TEXT NOT NULL,
+    attempt TEXT NOT NULL,
+    counted_at {real} NOT NULL,
+    PRIMARY KEY (session_id, revision, part)
+);
+CREATE INDEX IF NOT EXISTS counted_parts_by_time ON counted_parts (counted_at);
 CREATE TABLE IF NOT EXISTS curated_dataset (
     name TEXT PRIMARY KEY,
     version INTEGER NOT NULL
