@@ -111,3 +111,35 @@ def test_the_canary_reads_the_windows_in_memory_gives_from_the_store(tmp_path):
     found = shared.canary.evaluate()["support-bot"]
     assert [rule.model_dump() for rule in found] == [rule.model_dump() for rule in expected]
     assert {rule.rule: rule.verdict.value for rule in found}["joint_success"] == "regression"
+
+
+def test_the_shared_windows_evaluate_on_a_clock_and_a_failed_read_is_retried(tmp_path, caplog):
+    store = SessionStore(SqliteDatabase(tmp_path / "sessions.db"))
+    shared = member(store, CanaryConfig(enabled=True, evaluate_every_seconds=1))
+    gate = shared.canary
+    start = datetime.now(UTC) - timedelta(hours=1)
+    for number in range(30):
+        for version, at in (("1.3", number), ("1.4", 100 + number)):
+            store.put_score(versioned(number, version, True, start + timedelta(seconds=at)))
+    store.db.execute("ALTER TABLE sessions RENAME TO sessions_away")  # every read fails
+    evaluated = gate.metrics.evaluations.labels("evaluated")._value
+
+    def failed() -> bool:
+        return any(record.getMessage() == "canary evaluation failed" for record in caplog.records)
+
+    async def until(condition, timeout: float = 20.0) -> None:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not condition():
+            assert asyncio.get_running_loop().time() < deadline, "timed out"
+            await asyncio.sleep(0.05)
+
+    async def run() -> None:
+        clock = asyncio.create_task(gate.evaluate_periodically())
+        await until(failed)
+        assert evaluated.get() == 0
+        store.db.execute("ALTER TABLE sessions_away RENAME TO sessions")
+        await until(lambda: evaluated.get() == 1)  # the loop went on after the failure
+        clock.cancel()
+
+    asyncio.run(run())
+    assert gate.metrics.sessions.labels("support-bot", "candidate")._value.get() == 30

@@ -27,6 +27,7 @@ started while one runs. Gauges: `turnwatch_release_gate_verdict` (0 pass, 1 regr
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -43,6 +44,8 @@ from turnwatch.exporters.gate.shared import FirstSeen, Windows
 
 from turnwatch.scores import ScoreRecord
 from turnwatch.section import Section
+
+log = logging.getLogger("turnwatch.exporter")
 
 VERDICT_VALUES = {Verdict.PASS: 0, Verdict.REGRESSION: 1, Verdict.INCONCLUSIVE: 2}
 
@@ -178,7 +181,11 @@ class CanaryGate:
         period = max(self.config.evaluate_every_seconds, 1.0)
         while True:
             await asyncio.sleep(period)
-            await asyncio.wrap_future(self._worker.submit(self.evaluate))
+            try:
+                await asyncio.wrap_future(self._worker.submit(self.evaluate))
+            except Exception as exc:
+                # The store unreachable: the gauges keep the last verdict, the next period retries.
+                log.warning("canary evaluation failed", extra={"error": type(exc).__name__})
 
     def _pair(
         self, service: str, versions: dict[str, list[CaseEvidence]], first_seen: dict

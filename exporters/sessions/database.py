@@ -46,6 +46,8 @@ CREATE TABLE IF NOT EXISTS sessions (
 );
 CREATE INDEX IF NOT EXISTS sessions_by_time ON sessions (ended_at);
 CREATE INDEX IF NOT EXISTS sessions_by_stored ON sessions (reviewed, stored_at);
+-- The online canary's shared windows: a service's versions, the latest scored first.
+CREATE INDEX IF NOT EXISTS sessions_by_version ON sessions (service, service_version, scored_at);
 CREATE TABLE IF NOT EXISTS session_tags (
     session_id TEXT NOT NULL,
     revision BIGINT NOT NULL,
