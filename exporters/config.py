@@ -57,6 +57,12 @@ class ExporterConfig(Section):
         gt=0,
         description="(session_id, revision) pairs remembered so a redelivery is counted once.",
     )
+    claim_retention_hours: float = Field(
+        default=168.0,
+        gt=0,
+        description="How long the session store remembers which member counted a score "
+        "record's part (count claims), so a redelivery to another member is not counted again.",
+    )
     drift: DriftConfig = Field(default_factory=DriftConfig)
     evaluation_events: EvaluationEventsConfig = Field(default_factory=EvaluationEventsConfig)
     canary: CanaryConfig = Field(default_factory=CanaryConfig)

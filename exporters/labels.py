@@ -92,6 +92,10 @@ class LabelLimiter:
         self._admitted.add(value)
         return value
 
+    def admits(self, value: str) -> bool:
+        """Whether `value` is a label value of its own now (counting nothing)."""
+        return value in self._allow if self._allow else value in self._admitted
+
     def _overflow(self) -> str:
         if self._on_overflow is not None:
             self._on_overflow(self.name)

@@ -5,32 +5,62 @@ rebalance, or the same record read from `turnwatch.scores` by a restarted consum
 two parts, its checks and its judge metrics, which come in one `complete` record or in two (a
 `checks` record, then a `judged` one repeating the checks): the seen revisions set
 (`turnwatch.revisions`) remembers each part, so counters count each revision's checks once and
-its judge metrics once, however the parts arrive. Memory stays bounded: the seen revisions, the
+its judge metrics once, however the parts arrive. That memory is one process's: with the session
+store on, a part is counted only once the store's count claims (`sessions/claims.py`) say this
+delivery is the first, so a record redelivered to another member (after a kill or a partition
+move) is not counted again; while the store cannot be written the record waits, uncommitted,
+and the claim is retried. Memory stays bounded: the seen revisions, the
 label limiters and the drift windows all have configured caps, and drift trackers exist only per
 admitted (service, metric) label pair.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
+import uuid
 from collections.abc import Sequence
 from datetime import datetime
 
 from prometheus_client import CollectorRegistry
 from turnwatch.exporters.config import ExporterConfig
 from turnwatch.exporters.gate.canary import CanaryGate
+from turnwatch.exporters.gate.shared import StoredWindows
 from turnwatch.exporters.labels import LabelLimiter, reason_code
 from turnwatch.exporters.score_metrics import JOINT_OUTCOMES, ScoreMetrics
+from turnwatch.exporters.sessions.claims import CountClaims
+from turnwatch.exporters.sessions.store import SessionStore
 
 from turnwatch.bus.records import ExporterRecord, Output
 from turnwatch.drift import SCORE_BUCKETS, DriftTracker
 from turnwatch.revisions import SeenRevisions
 from turnwatch.scores import Part, Score, ScoreRecord, Status
 
+log = logging.getLogger("turnwatch.exporter")
+
+CLAIM_RETRY_SECONDS = (0.5, 1.0, 2.0, 5.0)
+"""Waits between claim attempts while the store fails; the last one repeats."""
+
+
+def parts_of(record: ScoreRecord) -> tuple[str, ...]:
+    """The parts a record can count: `checks` unless it is a judged-only record, `judged`
+    unless it is a checks-only one (a `judged` record repeats the checks, counted already)."""
+    parts = () if record.part is Part.JUDGED else ("checks",)
+    return parts + (() if record.part is Part.CHECKS else ("judged",))
+
 
 class ScoreExporter:
-    def __init__(self, registry: CollectorRegistry, config: ExporterConfig | None = None) -> None:
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        config: ExporterConfig | None = None,
+        store: SessionStore | None = None,
+    ) -> None:
+        """`store`, the session store when it is on: the arbiter of what is counted and the
+        canary's shared windows."""
         self.config = config = config or ExporterConfig()
+        self.claims = CountClaims(store.db, config.claim_retention_hours) if store else None
         self.metrics = ScoreMetrics(registry)
         overflow = self._count_overflow
         self.service = LabelLimiter(
@@ -45,7 +75,16 @@ class ScoreExporter:
         self.reason = LabelLimiter("reason", config.max_reasons, (), overflow)
         self.revisions = SeenRevisions(config.dedupe_entries)
         self.drift: dict[tuple[str, str], DriftTracker] = {}
-        self.canary = CanaryGate(registry, config.canary) if config.canary.enabled else None
+        self.canary = None
+        if config.canary.enabled:
+            shared = None
+            if store is not None:
+                canary = config.canary
+                checks = list(canary.policy.rates)
+                shared = StoredWindows(
+                    store, canary.window_sessions, canary.max_versions, checks, self.service.admits
+                )
+            self.canary = CanaryGate(registry, config.canary, shared)
 
     def _count_overflow(self, label: str) -> None:
         self.metrics.label_overflow.labels(label).inc()
@@ -59,16 +98,31 @@ class ScoreExporter:
         """Count one score record; False when the parts it carries were already counted.
 
         `session_ended_at` (the session's last span) gives the end-to-end latency; the score
-        record does not carry it, so only callers that hold the session can pass it.
+        record does not carry it, so only callers that hold the session can pass it. Judged by
+        this process's memory alone: `handle` also asks the count claims.
         """
-        session_id, revision = record.session_id, record.revision
-        # Both parts are looked up (and remembered) whatever the first answer is.
-        checks = record.part is not Part.JUDGED and self.revisions.first_time(
-            session_id, revision, "checks"
+        return self.count(record, self.unseen_parts(record), session_ended_at, now)
+
+    def unseen_parts(self, record: ScoreRecord) -> frozenset[str]:
+        """The record's parts this process has not counted (nothing is remembered yet)."""
+        return frozenset(
+            part
+            for part in parts_of(record)
+            if not self.revisions.seen(record.session_id, record.revision, part)
         )
-        judged = record.part is not Part.CHECKS and self.revisions.first_time(
-            session_id, revision, "judged"
-        )
+
+    def count(
+        self,
+        record: ScoreRecord,
+        parts: frozenset[str],
+        session_ended_at: datetime | None = None,
+        now: float | None = None,
+    ) -> bool:
+        """Count `parts` of the record (the others were counted here or by another member) and
+        remember all its parts; False when there is nothing to count."""
+        for part in parts_of(record):
+            self.revisions.add(record.session_id, record.revision, part)
+        checks, judged = "checks" in parts, "judged" in parts
         if not (checks or judged):
             self.metrics.records.labels("duplicate").inc()
             return False
@@ -162,5 +216,35 @@ class ScoreExporter:
         model; one that did not validate was dead-lettered and never reaches this handler.
         """
         if isinstance(record, ScoreRecord):
-            self.observe(record, record.session_ended_at)
+            parts = self.unseen_parts(record)
+            if parts and self.claims is not None:
+                parts = await self._claim(record, parts)
+            self.count(record, parts, record.session_ended_at)
         return ()
+
+    async def _claim(self, record: ScoreRecord, parts: frozenset[str]) -> frozenset[str]:
+        """The parts this delivery may count, by the store's count claims. While the store
+        fails the record is held (its offset is not committed, so a kill meanwhile loses
+        nothing) and the claim retried, as publishing holds a record while the broker is down."""
+        assert self.claims is not None
+        attempt = uuid.uuid4().hex
+        failures = 0
+        while True:
+            try:
+                won = await asyncio.to_thread(
+                    self.claims.claim, record.session_id, record.revision, parts, attempt
+                )
+            except Exception as exc:
+                self.metrics.claim_failures.inc()
+                if failures == 0:
+                    log.error(
+                        "session store unreachable: score record held until its count is claimed",
+                        extra={"error": type(exc).__name__},
+                    )
+                wait = CLAIM_RETRY_SECONDS[min(failures, len(CLAIM_RETRY_SECONDS) - 1)]
+                failures += 1
+                await asyncio.sleep(wait)
+                continue
+            if failures:
+                log.info("count claims resumed", extra={"failed_attempts": failures})
+            return won

@@ -28,6 +28,12 @@ class ScoreMetrics:
             ["outcome"],
             registry=registry,
         )
+        self.claim_failures = Counter(
+            "turnwatch_exporter_claim_failures_total",
+            "Attempts to claim a score record's count in the session store that failed; the "
+            "record waits, uncommitted, and is tried again.",
+            registry=registry,
+        )
         self.label_overflow = Counter(
             "turnwatch_exporter_label_overflow_total",
             "Label values replaced by `other` because they were not allowed or over the limit.",

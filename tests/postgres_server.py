@@ -30,6 +30,9 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+FAST_STOP = ("-m", "fast", "stop")
+
+
 class PostgresServer:
     def __init__(self) -> None:
         self.bin = _bin_dir()
@@ -56,14 +59,28 @@ class PostgresServer:
             str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres",
             "--auth=trust", "--no-sync", "-E", "UTF8",
         )  # fmt: skip
+        self.resume()
+
+    def resume(self) -> None:
+        """Start the server on its data directory (again, after `pause`), on the same port."""
         options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
         self._run(
             str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options,
             "-l", str(self.root / "server.log"), "-w", "-t", "60", "start",
         )  # fmt: skip
 
+    def pause(self) -> None:
+        """Stop the server (closing every connection) and keep its data for `resume`."""
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-w", *FAST_STOP)
+
     def stop(self) -> None:
         try:
-            self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "fast", "stop")
+            # Not checked: a server left paused by a failed test is already stopped.
+            subprocess.run(
+                [*self.as_user, str(self.bin / "pg_ctl"), "-D", str(self.data), *FAST_STOP],
+                capture_output=True,
+                timeout=120,
+                cwd=self.root,
+            )
         finally:
             shutil.rmtree(self.root, ignore_errors=True)

@@ -434,16 +434,22 @@ def store_writes(members: list[Member], record: str, outcome: str) -> float:
     return total(members, "turnwatch_session_store_writes_total", record=record, outcome=outcome)
 
 
+def postgres_store(server: PostgresServer, directory: Path) -> dict[str, object]:
+    """Settings for a PostgreSQL session store on `server` (its DSN in a file, as deployed)."""
+    dsn_file = directory / "session-store-dsn"
+    dsn_file.write_text(server.dsn)
+    store: dict[str, object] = {"session_store.enabled": True, "session_store.backend": "postgres"}
+    store["session_store.postgres_dsn_file"] = str(dsn_file)
+    return store
+
+
 @pytest.mark.slow  # a broker, PostgreSQL and two exporter members
 def test_exporter_members_share_one_session_store_and_a_moved_session_is_stored_once(
     tmp_path, broker
 ):
     postgres = PostgresServer()
     postgres.start()
-    dsn_file = tmp_path / "session-store-dsn"
-    dsn_file.write_text(postgres.dsn)
-    store = {"session_store.enabled": True, "session_store.backend": "postgres"}
-    store["session_store.postgres_dsn_file"] = str(dsn_file)
+    store = postgres_store(postgres, tmp_path)
     shared_cases = tmp_path / "cases-volume"
     members: list[Member] = []
     publisher = Publisher(broker)

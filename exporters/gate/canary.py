@@ -10,6 +10,12 @@ version that appeared last; the baseline is `baseline_version`, else the other v
 most sessions in the window. Versions are not metric labels (they are not a small fixed set); the
 verdict is per service, for the two versions being compared right now.
 
+With the session store on, the windows are read from it instead (`shared.py`), so every exporter
+replica compares the same sessions and exports the same verdict; a background task then
+evaluates every `evaluate_every_seconds` whether or not this replica counted anything. Each side's
+sessions are compared in session id order, so the verdict depends on which sessions the windows
+hold, not on the order one process happened to take them in.
+
 The comparison runs on one worker thread, off the bus consumer, on a snapshot of the windows, so a
 bootstrap over thousands of sessions never holds up scoring or a scrape; a new evaluation is not
 started while one runs. Gauges: `turnwatch_release_gate_verdict` (0 pass, 1 regression,
@@ -20,9 +26,12 @@ started while one runs. Gauges: `turnwatch_release_gate_verdict` (0 pass, 1 regr
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
@@ -31,9 +40,12 @@ from turnwatch.exporters.gate.evidence import CaseEvidence, session_evidence
 from turnwatch.exporters.gate.policy import GatePolicy
 from turnwatch.exporters.gate.rules import RuleResult, Verdict, all_rules, overall
 from turnwatch.exporters.gate.sample import Sample
+from turnwatch.exporters.gate.shared import FirstSeen, Windows
 
 from turnwatch.scores import ScoreRecord
 from turnwatch.section import Section
+
+log = logging.getLogger("turnwatch.exporter")
 
 VERDICT_VALUES = {Verdict.PASS: 0, Verdict.REGRESSION: 1, Verdict.INCONCLUSIVE: 2}
 
@@ -83,8 +95,15 @@ class CanaryMetrics:
 
 
 class CanaryGate:
-    def __init__(self, registry: CollectorRegistry, config: CanaryConfig) -> None:
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        config: CanaryConfig,
+        shared: Callable[[], tuple[Windows, FirstSeen]] | None = None,
+    ) -> None:
         self.config = config
+        self.shared = shared
+        """The windows every replica reads (the session store's); None = this process's."""
         self.metrics = CanaryMetrics(registry)
         self.checks = list(config.policy.rates)
         # service -> version -> session id -> its latest revision's evidence (most recently
@@ -100,8 +119,8 @@ class CanaryGate:
     def observe(self, service: str, record: ScoreRecord, now: float | None = None) -> None:
         """Keep one counted session (`service` is its admitted label value)."""
         version = record.service_version
-        if version is None:
-            return
+        if version is None or self.shared is not None:
+            return  # shared windows are filled by the session store's writes
         evidence = session_evidence(record, self.checks)
         with self._lock:
             versions = self.windows.setdefault(service, OrderedDict())
@@ -130,12 +149,7 @@ class CanaryGate:
 
     def evaluate(self) -> dict[str, list[RuleResult]]:
         """Compare the versions of every service now; the rules found, per service compared."""
-        with self._lock:
-            snapshot = {
-                service: {version: list(window.values()) for version, window in versions.items()}
-                for service, versions in self.windows.items()
-            }
-            first_seen = dict(self._first_seen)
+        snapshot, first_seen = self._snapshot()
         found = {}
         for service, versions in snapshot.items():
             pair = self._pair(service, versions, first_seen)
@@ -146,6 +160,32 @@ class CanaryGate:
             found[service] = self._publish(service, versions[baseline], versions[candidate])
             self.metrics.evaluations.labels("evaluated").inc()
         return found
+
+    def _snapshot(self) -> tuple[Windows, FirstSeen]:
+        if self.shared is not None:
+            windows, first_seen = self.shared()
+        else:
+            with self._lock:
+                windows = {
+                    service: {version: list(window.values()) for version, window in kept.items()}
+                    for service, kept in self.windows.items()
+                }
+                first_seen = {key: float(rank) for key, rank in self._first_seen.items()}
+        for versions in windows.values():
+            for evidence in versions.values():
+                evidence.sort(key=lambda case: case.case_id)
+        return windows, first_seen
+
+    async def evaluate_periodically(self) -> None:
+        """The shared windows' clock: evaluate every period (at least a second), on the worker."""
+        period = max(self.config.evaluate_every_seconds, 1.0)
+        while True:
+            await asyncio.sleep(period)
+            try:
+                await asyncio.wrap_future(self._worker.submit(self.evaluate))
+            except Exception as exc:
+                # The store unreachable: the gauges keep the last verdict, the next period retries.
+                log.warning("canary evaluation failed", extra={"error": type(exc).__name__})
 
     def _pair(
         self, service: str, versions: dict[str, list[CaseEvidence]], first_seen: dict

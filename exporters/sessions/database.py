@@ -46,6 +46,8 @@ CREATE TABLE IF NOT EXISTS sessions (
 );
 CREATE INDEX IF NOT EXISTS sessions_by_time ON sessions (ended_at);
 CREATE INDEX IF NOT EXISTS sessions_by_stored ON sessions (reviewed, stored_at);
+-- The online canary's shared windows: a service's versions, the latest scored first.
+CREATE INDEX IF NOT EXISTS sessions_by_version ON sessions (service, service_version, scored_at);
 CREATE TABLE IF NOT EXISTS session_tags (
     session_id TEXT NOT NULL,
     revision BIGINT NOT NULL,
@@ -81,6 +83,17 @@ CREATE TABLE IF NOT EXISTS reviews (
     review_blob {blob} NOT NULL,
     PRIMARY KEY (session_id, revision, reviewer)
 );
+-- Which score record parts the exporter members counted (claims.py): the shared arbiter that
+-- lets exactly one member count a redelivered record.
+CREATE TABLE IF NOT EXISTS counted_parts (
+    session_id TEXT NOT NULL,
+    revision BIGINT NOT NULL,
+    part TEXT NOT NULL,
+    attempt TEXT NOT NULL,
+    counted_at {real} NOT NULL,
+    PRIMARY KEY (session_id, revision, part)
+);
+CREATE INDEX IF NOT EXISTS counted_parts_by_time ON counted_parts (counted_at);
 CREATE TABLE IF NOT EXISTS curated_dataset (
     name TEXT PRIMARY KEY,
     version INTEGER NOT NULL

@@ -157,6 +157,8 @@ class SessionStore(SessionQueries, ReviewTable):
         key = {"session_id": record.session_id, "revision": record.revision}
         blob = pack(record)
         scored_at = record.scored_at.timestamp()
+        # The online canary's shared windows select by version (gate/shared.py).
+        version = {"service_version": record.service_version} if record.service_version else {}
         with self.db.transaction():
             self._put_judges(record)
             rows = self.db.execute(
@@ -175,6 +177,7 @@ class SessionStore(SessionQueries, ReviewTable):
                 {
                     **key,
                     "service": record.service,
+                    **version,
                     "stored_at": now or time.time(),
                     "score_blob": blob,
                     "scored_at": scored_at,

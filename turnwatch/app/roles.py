@@ -26,6 +26,7 @@ from turnwatch.bus.plugins import RecordHandler, SessionProcessor, load_callable
 from turnwatch.bus.records import INCIDENTS, SCORES, SESSIONS, Output, Record
 from turnwatch.exporters.config import ExporterConfig
 from turnwatch.exporters.evaluation_events import EvaluationEvents
+from turnwatch.exporters.gate.canary import CanaryGate
 from turnwatch.exporters.ops import ReadinessCheck
 from turnwatch.exporters.regressions.api import include_incidents_api
 from turnwatch.exporters.regressions.handler import IncidentHandler, chain
@@ -96,6 +97,8 @@ class Exporters:
     sessions_handler: SessionStoreHandler | None = None
     events: EvaluationEvents | None = None
     """Sends each result as a `gen_ai.evaluation.result` event, when an endpoint is set."""
+    canary: CanaryGate | None = None
+    """The online canary gate, when `exporter.canary` is on."""
 
 
 def contract_lookup(settings: Settings) -> ContractLookup | None:
@@ -119,25 +122,30 @@ def exporter_config(settings: Settings) -> ExporterConfig:
 
 
 def build_exporters(settings: Settings, registry: CollectorRegistry) -> Exporters:
+    """With the session store on, it is also the arbiter of what is counted (count claims), so
+    a score record redelivered to another exporter member is counted once across them, and
+    holds the online canary's windows, so every member compares the same sessions."""
     store = CaseStore(
         regressions_dir(settings.data_dir),
         settings.regressions,
         RegressionMetrics(registry),
         contract_lookup(settings),
     )
-    scores = ScoreExporter(registry, exporter_config(settings))
+    sessions = None
+    if settings.session_store.enabled:
+        metrics = SessionStoreMetrics(registry)
+        sessions = open_store(settings.session_store, settings.data_dir, metrics)
+    scores = ScoreExporter(registry, exporter_config(settings), sessions)
     handlers: list[RecordHandler] = [scores.handle, IncidentHandler(store)]
     events = None
     if settings.exporter.evaluation_events.endpoint is not None:
         events = EvaluationEvents(settings.exporter.evaluation_events, registry)
         handlers.append(events.handle)
-    if not settings.session_store.enabled:
-        return Exporters(handler=chain(*handlers), store=store, events=events)
-    metrics = SessionStoreMetrics(registry)
-    sessions = open_store(settings.session_store, settings.data_dir, metrics)
+    if sessions is None:
+        return Exporters(chain(*handlers), store, events=events, canary=scores.canary)
     sessions_handler = SessionStoreHandler(sessions)
     handlers.append(sessions_handler)
-    return Exporters(chain(*handlers), store, sessions, sessions_handler, events)
+    return Exporters(chain(*handlers), store, sessions, sessions_handler, events, scores.canary)
 
 
 @dataclass(frozen=True)
@@ -193,7 +201,10 @@ def build_exporter(context: ServiceContext, tap: RecordHandler | None = None) ->
     group = settings.bus.kafka.exporter_group
     consume = exporter_handler(handler, exporters.sessions_handler)
     drain = exporters.events.drain if exporters.events is not None else None
-    return Consumer("exporter", topics, group, consume, mount, drain=drain)
+    canary = exporters.canary
+    # Shared windows change with every replica's writes: they are evaluated on a clock.
+    background = (canary.evaluate_periodically,) if canary and canary.shared else ()
+    return Consumer("exporter", topics, group, consume, mount, drain=drain, background=background)
 
 
 def mount_exporter_routes(app: FastAPI, settings: Settings, exporters: Exporters) -> None:
