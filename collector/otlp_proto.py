@@ -31,7 +31,14 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1 import trace_pb2
-from turnwatch.collector.message_runs import KNOWN_RUNS, InputItems, KnownRuns, MessageRun
+from turnwatch.collector.message_runs import (
+    EMPTY_TEXT_FIELD,
+    KNOWN_RUNS,
+    TEXT_HEAD,
+    KnownRuns,
+    next_run,
+    resent_text,
+)
 from turnwatch.collector.otlp_common import (
     DecodeLimits,
     DecodeResult,
@@ -43,7 +50,6 @@ from turnwatch.collector.otlp_values import (
     any_value,
     attributes,
     check_raw_attributes,
-    plain_messages,
     raw_attributes,
 )
 from turnwatch.collector.otlp_wire import (
@@ -68,14 +74,12 @@ count is known. One that cannot is parsed, then counted as a small item is (its 
 the twin leaves unparsed, are not counted)."""
 RUN_BYTES = 256 * 1024
 """Adjacent small spans are parsed together up to this many bytes (one upb call for many)."""
-RUN_GROWTH = 64
-"""A span's run holds at most this many attributes more than the run it begins with: a span
-whose run nobody keeps (a routing collector seals each call and lets it go) walks no more."""
 RESENT_SPAN_BYTES = 8 * 1024
 """A span longer than this is parsed alone, after looking for resent history in its bytes
 (message_runs.py): below it, a history is too short for recognising it to pay."""
 
 ReadAttributes = Callable[[Any, DecodeLimits], dict[str, Any]]
+TEXT_KEY = TEXT_HEAD.decode()
 
 
 def _id(raw: bytes, length: int, *, required: bool) -> str:
@@ -272,35 +276,39 @@ def _span_values(span: SpanView) -> int:
     count = 1 + len(span.attributes) + len(span.events)
     for raws in span.message_attributes.values():
         count += len(raws)
-    if span.resent_run is not None:
+    if span.resent_run is not None and span.resent_run.head != TEXT_HEAD:  # a text is one value
         count += span.resent_run.items.count
     for event in span.events:
         count += len(event.attributes)
     return count
 
 
-# Where a span's input message attributes start, its span's end, their key prefix, the
-# remembered run they begin with (or None), and how runs there are remembered.
+# Where a span's input is compared with runs (its message attributes to the span's end, or
+# GenAI's text), their key prefix, the remembered run it begins with (or None), and how runs
+# there are remembered.
 Found = tuple[int, int, bytes, Any, tuple[int, int, int]]
 
 
 def _alone(body: bytes, view: Any, start: int, end: int, limits: DecodeLimits) -> tuple[Any, Any]:
-    """A span parsed on its own, less the run of resent attributes it begins its input with."""
+    """A span parsed on its own, less the run of resent input it begins its input with."""
     key = (0, 0, 0)
     try:
         position, head = KnownRuns.locate(body, start, end)
-        if position >= 0:
-            key = KnownRuns.key(body, position, end, head, limits.max_attribute_bytes)
+        run_start, run_end, replaced_end = KnownRuns.region(body, position, end, head)
+        if run_start >= 0:
+            key = KnownRuns.key(body, run_start, run_end, head, limits.max_attribute_bytes)
     except Undecodable:
-        position = -1  # upb tells what is wrong with it
-    if position < 0:
+        run_start = -1  # upb tells what is wrong with it
+    if run_start < 0:
         return _parse(RawSpan, view[start:end], None), None
-    known = KNOWN_RUNS.find(body, position, end, key) if key[1] else None
+    known = KNOWN_RUNS.find(body, run_start, run_end, key) if key[1] else None
     if known is None:
         data = view[start:end]
+    elif head == TEXT_HEAD:  # the text's attribute, as the empty string (resent_text: the rest)
+        data = b"".join([view[start:position], EMPTY_TEXT_FIELD, view[replaced_end:end]])
     else:
         data = b"".join([view[start:position], view[position + known.size : end]])
-    return _parse(RawSpan, data, None), (position, end, head, known, key)
+    return _parse(RawSpan, data, None), (run_start, run_end, head, known, key)
 
 
 def _raw_spans(
@@ -336,28 +344,6 @@ def _raw_spans(
         first = last
 
 
-def _next_run(body: bytes, found: Found, view: SpanView) -> Any:
-    """The run of input message attributes the span begins its input with (remembered for the
-    spans that follow), or None when it has none."""
-    position, end, head, known, key = found
-    if not key[1]:
-        return None  # nothing to find it by
-    start = position + known.size if known is not None else position
-    stop, count = plain_messages(body, start, end, head, RUN_GROWTH)
-    if not count:
-        return known
-    kept = view.message_attributes[head.decode()]  # what the span added to `known`'s
-    # Usually the input is nothing but the run: its list then is the run's (neither changes).
-    own = kept if len(kept) == count else kept[:count]
-    added = body[start:stop]
-    if known is not None:
-        run = known.extended(added, own)
-    else:
-        run = MessageRun((added,), InputItems(None, own), head)
-    KNOWN_RUNS.remember(run, key)
-    return run
-
-
 def _scope_blocks(
     body: bytes, view: Any, limits: DecodeLimits, item_name: str
 ) -> Iterator[tuple[dict[str, Any], str, list[tuple[int, int, int]]]]:
@@ -376,10 +362,17 @@ def decode_traces(body: bytes, limits: DecodeLimits) -> DecodeResult[SpanView]:
     for resource, scope, items in _scope_blocks(body, view, limits, "spans"):
         for span, uncounted, found in _raw_spans(body, view, items, limits):
             known = found[3] if found is not None else None
+            text_known = known is not None and found[2] == TEXT_HEAD
             # What the span adds to a known run; the run's own encodings are not copied here.
-            messages: dict[str, list[bytes]] = {found[2].decode(): []} if known is not None else {}
+            messages: dict[str, list[bytes]] = {}
+            if known is not None and not text_known:
+                messages[found[2].decode()] = []
             try:
                 converted = _span_view(span, resource, scope, limits, raw_attributes, messages)
+                if text_known:
+                    converted.attributes[TEXT_KEY] = resent_text(
+                        body, found[0], found[1], known, limits.max_attribute_bytes
+                    )
             except ItemRejected as rejection:
                 # Reading stopped at the rejection: what it left unread must still decode.
                 check_raw_attributes(span.attributes)
@@ -391,7 +384,7 @@ def decode_traces(body: bytes, limits: DecodeLimits) -> DecodeResult[SpanView]:
             if uncounted:
                 limits.take(_span_values(converted))
             if found is not None:
-                converted.message_run = _next_run(body, found, converted)
+                converted.message_run = next_run(body, found, converted)
             result.items.append(converted)
     return result
 

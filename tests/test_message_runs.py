@@ -24,7 +24,13 @@ from turnwatch.collector.otlp_values import encode_varint
 from turnwatch.collector.records import SpanView
 
 from tests.conversations import call_attributes, protobuf_request, span, texts
-from tests.test_otlp_fast_decode import assert_same, encodings, outcome, reference
+from tests.test_otlp_fast_decode import (
+    assert_same,
+    attributes_as_sent,
+    encodings,
+    outcome,
+    reference,
+)
 
 FLATTENED = ("openinference", "openllmetry")
 HEAD = {"openinference": "llm.input_messages.", "openllmetry": "gen_ai.prompt."}
@@ -201,4 +207,87 @@ def test_corrupted_spans_after_a_known_run_decode_as_the_stock_decoder():
         assert_same(bytes(corrupted), LIMITS)
         outcomes.add(outcome(otlp_proto.decode_traces, bytes(corrupted), LIMITS)[0])
     assert outcomes == {"ok", "undecodable"}  # both kinds of body were tried
+    assert held.message_run is not None
+
+
+# --- GenAI: one JSON string that each resent call extends ----------------------------------
+
+TEXT_KEY = "gen_ai.input.messages"
+
+
+def genai_calls(conversation: str, count: int, length: int = 500) -> list[SpanView]:
+    messages = texts(conversation, 2 * count + 2, length=length)
+    return [call("genai", conversation, n, messages[: 2 * n + 1]) for n in range(count)]
+
+
+def test_a_resent_genai_text_is_recognised_and_decodes_as_the_stock_decoder():
+    sent = genai_calls("text-runs", 20)
+    views = decoded(sent)
+    recognised = [view for view in views if view.resent_run is not None]
+    assert len(recognised) >= 10  # every span past 8 KiB after the first such
+    for earlier, later in itertools.pairwise(views):
+        if later.resent_run is None:
+            continue
+        assert later.resent_run is earlier.message_run
+        # The span holds only what follows the earlier call's text (its closing bracket, gone).
+        rest = later.attributes[TEXT_KEY]
+        assert rest.startswith(", {") and rest.endswith("]")
+        assert attributes_as_sent(later)[TEXT_KEY] == sent[views.index(later)].attributes[TEXT_KEY]
+        assert later.message_run.items.before is earlier.message_run.items
+        assert later.message_run.items.text() == attributes_as_sent(later)[TEXT_KEY]
+
+
+def test_an_edited_genai_text_is_parsed_again():
+    first, second = genai_calls("text-edit", 12)[10:12]
+    text = second.attributes[TEXT_KEY]
+    second.attributes[TEXT_KEY] = text.replace("text-edit/3 ", "text-edit/3 (edited) ", 1)
+    views = decoded([first, second])
+    assert views[0].message_run is not None
+    assert views[1].resent_run is None
+    assert views[1].attributes[TEXT_KEY] == second.attributes[TEXT_KEY]
+
+
+def test_a_genai_text_cut_short_is_not_extended():
+    first, second, third = genai_calls("text-cut", 13)[10:13]
+    second.attributes[TEXT_KEY] = second.attributes[TEXT_KEY][:-1]  # no closing bracket
+    views = decoded([first, second, third])
+    assert views[1].resent_run is views[0].message_run  # it begins with the first text
+    assert views[1].message_run is None  # but nothing can extend it
+    assert views[2].resent_run is views[0].message_run
+
+
+def test_bad_genai_text_after_a_known_run_is_refused_as_the_stock_decoder():
+    first, second = genai_calls("text-bad", 12, length=700)[10:12]
+    [held] = decoded([first])
+    body = protobuf_request([second])
+    [good] = otlp_proto.decode_traces(body, LIMITS).items
+    assert good.resent_run is held.message_run  # what follows is checked on its own
+    marker = b"text-bad/22"  # the newest question, past the known run
+    at = body.index(marker)
+    undecodable = body[:at] + b"\xff" + body[at + 1 :]
+    assert outcome(otlp_proto.decode_traces, undecodable, LIMITS) == ("undecodable",)
+    assert_same(undecodable, LIMITS)
+    # A limit the first text passes and the second does not: the run's characters count.
+    limit = len(first.attributes[TEXT_KEY]) + 100
+    limits = DecodeLimits(max_attribute_bytes=limit)
+    [held_limited] = decoded([first], limits)
+    result = otlp_proto.decode_traces(body, limits)
+    assert (result.rejected, result.rejection_reasons) == (1, {"attribute_too_large": 1})
+    assert_same(body, limits)
+    assert held.message_run is not None and held_limited.message_run is not None
+
+
+def test_corrupted_genai_spans_after_a_known_run_decode_as_the_stock_decoder():
+    first, second = genai_calls("text-corrupt", 12)[10:12]
+    [held] = decoded([first])
+    body = protobuf_request([second])
+    rng = random.Random(11)
+    outcomes = set()
+    for _ in range(150):
+        corrupted = bytearray(body)
+        for _ in range(rng.randint(1, 3)):
+            corrupted[rng.randrange(len(body))] = rng.randrange(256)
+        assert_same(bytes(corrupted), LIMITS)
+        outcomes.add(outcome(otlp_proto.decode_traces, bytes(corrupted), LIMITS)[0])
+    assert outcomes == {"ok", "undecodable"}
     assert held.message_run is not None

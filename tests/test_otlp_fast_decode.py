@@ -18,6 +18,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from turnwatch.collector import otlp_proto, otlp_values
+from turnwatch.collector.message_runs import TEXT_HEAD
 from turnwatch.collector.otlp_common import DecodeLimits, Undecodable
 from turnwatch.collector.records import SpanView
 
@@ -47,19 +48,30 @@ UNLIMITED = DecodeLimits(max_attribute_bytes=1 << 40, max_values=1 << 40, values
 def encodings(view: SpanView) -> dict[str, list[bytes]]:
     """The view's undecoded message attributes by prefix, a resent run's encodings first."""
     held = dict(view.message_attributes)
-    if view.resent_run is not None:
+    if view.resent_run is not None and view.resent_run.head != TEXT_HEAD:
         head = view.resent_run.head.decode()
         held[head] = view.resent_run.items.flat() + held.get(head, [])
     return held
 
 
+def attributes_as_sent(view: SpanView) -> dict:
+    """The view's attributes, GenAI's input text whole where the receiver handed on only what
+    followed a known run."""
+    attributes = dict(view.attributes)
+    if view.resent_run is not None and view.resent_run.head == TEXT_HEAD:
+        key = TEXT_HEAD.decode()
+        attributes[key] = view.resent_run.items.text()[:-1] + attributes[key]
+    return attributes
+
+
 def comparable(view: SpanView) -> SpanView:
     """The view with its message attributes (the fast decoder leaves them undecoded in
     `message_attributes`) decoded, apart from the others, ordered by key."""
-    messages = {key: value for key, value in view.attributes.items() if key.startswith(HEADS)}
+    sent = attributes_as_sent(view)
+    messages = {key: value for key, value in sent.items() if key.startswith(HEADS)}
     for raws in encodings(view).values():
         messages.update(otlp_values.raw_attributes(raws, UNLIMITED))
-    others = {key: value for key, value in view.attributes.items() if key not in messages}
+    others = {key: value for key, value in sent.items() if key not in messages}
     return dataclasses.replace(
         view,
         attributes={**others, **dict(sorted(messages.items()))},

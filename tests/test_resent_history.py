@@ -151,6 +151,35 @@ def test_flattened_calls_keep_only_new_encodings_and_the_tail_shares_them(dialec
     assert tail.extra_bytes == 0  # each link is counted in its call's held bytes
 
 
+def test_a_genai_text_the_receiver_recognised_is_extended_by_identity() -> None:
+    """GenAI's JSON string past 8 KiB: the receiver hands on only what follows the previous
+    call's text, the call keeps that as its rest without comparing, and the channel keeps the
+    calls' own strings as the whole input; the session is the one the whole texts give."""
+    sent = conversation_spans("genai", "text-identity", 30, resent=True)
+    spans = received(sent)
+    assert sum(item.resent_run is not None for item in spans) >= 20
+    settings = load_settings(None, {})
+    pipeline, _ = assembling_pipeline(settings.collector, CollectorMetrics(CollectorRegistry()))
+    pipeline.accept_spans(spans)
+    [state] = pipeline.sessionizer._open.values()
+    recognised = [
+        (call, received_span)
+        for call, received_span in zip(state.observations, spans, strict=True)
+        if received_span.resent_run
+    ]
+    for call, received_span in recognised:
+        assert call.resends is not None
+        # Kept as the receiver handed it on: nothing was compared, sliced or copied.
+        assert call.content.inputs is received_span.attributes["gen_ai.input.messages"]
+        assert call.content.inputs.startswith(", {")
+    [tail] = state.tails.values()
+    assert tail.history.text() == sent[-1].attributes["gen_ai.input.messages"]
+    assert tail.history.own is state.observations[-1].content.inputs
+    [from_runs], _ = through_pipeline(spans)
+    [from_whole], _ = through_pipeline(sent)
+    assert comparable(from_runs) == comparable(from_whole) == comparable(reference(sent))
+
+
 def _variant_inputs(messages: list, call: int, variant: str) -> list:
     """What a client sends as call `call`'s input under one way of (mis)handling history."""
     whole = messages[: 2 * call + 1]

@@ -7,6 +7,7 @@ Tool executions are `execute_tool` spans with `gen_ai.tool.*` attributes.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import orjson
@@ -28,6 +29,7 @@ from turnwatch.collector.dialects.base import (
     tool_call_part,
     tool_execution,
 )
+from turnwatch.collector.message_runs import TEXT_HEAD, TextPieces
 from turnwatch.collector.records import (
     STATUS_ERROR,
     DeferredContent,
@@ -164,6 +166,11 @@ class GenAIContent(DeferredContent):
     parsed: the previous input was a complete JSON array, so the whole input parses to its
     messages followed by the rest's. When it was not (a length limit cut it), the whole input is
     rebuilt from the pieces and parsed as it arrived.
+
+    When the protobuf receiver recognised the previous call's text in the span's bytes, the
+    string holds only what follows it (`resent`, the previous call's `message_runs.TextPieces`)
+    and the channel keeps this call's pieces (`run.items`) for the next: extending the previous
+    call is then one identity check, and no call decodes, copies or compares its history.
     """
 
     def __init__(
@@ -174,31 +181,61 @@ class GenAIContent(DeferredContent):
         outputs: Any,
         system: Any,
         finish_reasons: Any,
+        run: Any = None,
+        resent: Any = None,
     ) -> None:
         self.channel = channel
         self.markers = markers
-        self.inputs = inputs
+        self.inputs = inputs  # after `resent`'s text (the whole input when it is None)
+        self.resent = resent
         self.outputs = outputs
         self.system = system
         self.finish_reasons = finish_reasons
         self.previous: GenAIContent | None = None
         self.whole_is_array = -1  # memo: does the whole input parse as a complete JSON array?
-        self.history_bytes = held_size(inputs)
+        # The receiver's run for the next call lives while this call is the channel's last; its
+        # pieces (this call's own string among them) are the whole input the channel keeps.
+        self.run = run
+        self.tail_bytes = run.held_bytes() if run is not None else 0
+        self.history_bytes = held_size(inputs) if run is None else 0
         self.held_bytes = (
             CONTENT_OVERHEAD
-            + self.history_bytes
+            + held_size(inputs)
             + held_size(outputs)
             + held_size(system)
             + held_size(finish_reasons)
+            + (sys.getsizeof(run.items) if run is not None else 0)
         )
 
     def history(self) -> object:
+        if self.run is not None:
+            return self.run.items
         return self.inputs if isinstance(self.inputs, str | list) else None
 
+    def _whole_text(self) -> Any:
+        """The input as it arrived, when the receiver handed on only what followed the text of
+        the call it resent."""
+        if self.resent is not None:
+            whole = self.resent.text()[:-1] + self.inputs
+            self.held_bytes += held_size(whole) - held_size(self.inputs)
+            self.inputs, self.resent = whole, None
+        return self.inputs
+
     def drop_known(self, previous: DeferredContent | None, history: object) -> bool:
+        if isinstance(previous, GenAIContent):
+            previous.run, previous.tail_bytes = None, 0
         if not isinstance(previous, GenAIContent):
+            self._whole_text()
             return False
-        new = self.inputs
+        if self.resent is not None and self.resent is history and isinstance(self.inputs, str):
+            if self.inputs.lstrip()[:1] != ",":
+                self._whole_text()
+                return False
+            self.previous, self.resent = previous, None  # the rest is what the receiver kept
+            return True
+        new = self._whole_text()
+        if isinstance(history, TextPieces):
+            history = history.text()
         rest: str | list[Any]
         if isinstance(new, str) and isinstance(history, str):
             end = len(history) - 1
@@ -215,7 +252,8 @@ class GenAIContent(DeferredContent):
             rest = new[len(history) :]
         else:
             return False
-        self.held_bytes += held_size(rest) - self.history_bytes
+        # With a run, the channel's pieces hold this call's string (here the whole input) on.
+        self.held_bytes += held_size(rest) - (held_size(new) if self.run is None else 0)
         self.inputs, self.previous = rest, previous
         return True
 
@@ -226,7 +264,7 @@ class GenAIContent(DeferredContent):
         while link.previous is not None:
             chain.append(link)
             link = link.previous
-        whole = link.inputs
+        whole = link._whole_text()
         for piece in reversed(chain):
             if isinstance(whole, str) and isinstance(piece.inputs, str):
                 whole = whole[:-1] + piece.inputs
@@ -292,7 +330,10 @@ def llm_call(
     span_id: str,
     start_ns: int,
     end_ns: int,
+    runs: tuple[Any, Any] = (None, None),
 ) -> Observation:
+    """`runs`: the span's `message_run` and `resent_run` (the protobuf receiver's, for resent
+    history recognised in the request bytes)."""
     call = Observation(LLM_CALL, dialect, trace_id, span_id, start_ns, end_ns)
     # Attribute stores, not keyword arguments: this runs for every model call, and a dataclass's
     # keyword arguments cost twice as much.
@@ -304,6 +345,8 @@ def llm_call(
     call.output_tokens = first_int(
         attributes, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"
     )
+    run = runs[0] if runs[0] is not None and runs[0].head == TEXT_HEAD else None
+    known = runs[1] if runs[1] is not None and runs[1].head == TEXT_HEAD else None
     content = GenAIContent(
         channel,
         markers,
@@ -311,6 +354,8 @@ def llm_call(
         attributes.get(OUTPUT_MESSAGES),
         attributes.get(SYSTEM_INSTRUCTIONS),
         attributes.get("gen_ai.response.finish_reasons"),
+        run,
+        known.items if known is not None else None,
     )
     call.content = content
     call.size_bytes = OBSERVATION_OVERHEAD + content.held_bytes
@@ -359,6 +404,7 @@ class GenAISpanDecoder(SpanDecoder):
             span.span_id,
             span.start_ns,
             span.end_ns,
+            (span.message_run, span.resent_run),
         )
         observation.agent_level = agent_level
         return observation
