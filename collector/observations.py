@@ -234,12 +234,13 @@ class ObservationCodec:
     def seal_observations(self, route: Route, items: list[RoutedObservation]) -> ObservationRecord:
         channels = []
         for item in items:
-            content = item.observation.content if item.observation is not None else None
+            observation = item.observation
+            content = observation.content if observation is not None else None
             channels.append(content.channel if content is not None else "")
-            if content is not None:
+            if observation is not None and content is not None:
                 # A routing collector never compares calls (`drop_known` is the sessionizer's),
                 # so the parsed copy holds each call's whole input and no `resends` link.
-                item.observation = item.observation.parsed()
+                item.observation = observation.parsed()
         wire = OBSERVATIONS.validate_python(items, from_attributes=True)
         for routed, channel in zip(wire, channels, strict=True):
             if routed.observation is not None:

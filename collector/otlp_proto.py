@@ -369,7 +369,7 @@ def decode_traces(body: bytes, limits: DecodeLimits) -> DecodeResult[SpanView]:
                 messages[found[2].decode()] = []
             try:
                 converted = _span_view(span, resource, scope, limits, raw_attributes, messages)
-                if text_known:
+                if known is not None and text_known:
                     converted.attributes[TEXT_KEY] = resent_text(
                         body, found[0], found[1], known, limits.max_attribute_bytes
                     )
