@@ -24,7 +24,9 @@ class EvaluationEventsConfig(Section):
     )
     max_batch: int = Field(default=512, gt=0, le=10_000, description="Events per request.")
     dedupe_entries: int = Field(
-        default=100_000, gt=0, description="(session, revision, part) remembered: sent once."
+        default=100_000,
+        gt=0,
+        description="(session, revision, part) remembered: sent once per process.",
     )
 
 
@@ -61,7 +63,8 @@ class ExporterConfig(Section):
         default=168.0,
         gt=0,
         description="How long the session store remembers which member counted a score "
-        "record's part (count claims), so a redelivery to another member is not counted again.",
+        "record's part (count claims) and which parts' evaluation events were sent (sent "
+        "marks), so a redelivery to another member is not counted or sent again.",
     )
     drift: DriftConfig = Field(default_factory=DriftConfig)
     evaluation_events: EvaluationEventsConfig = Field(default_factory=EvaluationEventsConfig)

@@ -11,14 +11,29 @@ The request is built with the OTLP protobuf messages and posted with httpx rathe
 the SDK's logs API, which changed shape across the SDK versions turnwatch supports. Sending runs
 in one background task: the bus handler only queues, the queue is bounded (overflow counted as
 `queue_full`), every request has a deadline, and a failed request is counted and not retried
-(the records stay on `turnwatch.scores` for a replay). Each part of a revision is sent once,
-however often the bus delivers it.
+(the records stay on `turnwatch.scores` for a replay). Each part of a revision is sent once
+per process, however often the bus delivers it.
+
+Across exporter members (a record redelivered to a partition's next owner after a kill or a
+revocation) two things make the events come out once. Every event has a deterministic identity,
+`log.record.uid` (the semantic conventions' attribute for it: records with the same id are
+duplicates a receiver may drop), derived from the session id, revision, level, evaluator and
+name, so both members send the same id and a backend or collector that deduplicates keeps one.
+And with the session store on, a part is marked sent in the store (`sessions/claims.py`,
+`SentMarks`) once the backend accepted all its events; a member that takes a record sends only
+the parts not marked. It does not skip a part whose count claim exists: the member that claimed
+it may have died before sending. So events are at-least-once with a stable id: sent again only
+when no mark says they were sent (the first member was killed between send and mark, or the
+store could not be written, `turnwatch_evaluation_sent_mark_failures_total`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+import uuid
+from collections import Counter as Tally
 from collections import deque
 from collections.abc import Sequence
 
@@ -28,6 +43,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from prometheus_client import CollectorRegistry, Counter
 from turnwatch.exporters.config import EvaluationEventsConfig
+from turnwatch.exporters.sessions.claims import PartKey, SentMarks
 
 from turnwatch import __version__
 from turnwatch.bus.records import ExporterRecord, Output
@@ -41,6 +57,21 @@ SCOPE = "turnwatch.evaluation"
 Attribute = str | int | float | bool
 Event = dict[str, Attribute | None]
 """An event's attributes; None values are left out."""
+EVENT_IDS = uuid.UUID("5d1c3a52-7e0b-4c4e-9a51-2f6c1b0e7d93")
+"""The namespace of the events' name-based (version 5) ids."""
+OUTCOMES = ("exported", "failed", "queue_full", "already_sent")
+
+
+def event_id(record: ScoreRecord, event: Event) -> str:
+    """The same on every member for one result of one revision, different for any other."""
+    key = (
+        record.session_id,
+        record.revision,
+        event["turnwatch.evaluation.level"],
+        event["turnwatch.evaluator"],
+        event["gen_ai.evaluation.name"],
+    )
+    return str(uuid.uuid5(EVENT_IDS, "\x1f".join(str(part) for part in key)))
 
 
 def _value(value: Attribute) -> AnyValue:
@@ -97,28 +128,29 @@ def metric_event(record: ScoreRecord, score: Score) -> Event:
     }
 
 
-def record_events(record: ScoreRecord, checks: bool, judged: bool) -> list[LogRecord]:
-    """The events of the parts of `record` not sent before."""
-    events = []
+def record_events(record: ScoreRecord, checks: bool, judged: bool) -> list[tuple[str, LogRecord]]:
+    """The events of the parts of `record` not sent before, each with its part."""
+    events: list[tuple[str, Event]] = []
     if checks:
         for level, results in (
             ("turn", record.turn_level),
             ("trajectory", record.trajectory_level),
             ("session", record.session_level),
         ):
-            events += [check_event(record, level, result) for result in results]
+            events += [("checks", check_event(record, level, result)) for result in results]
     if judged:
-        events += [metric_event(record, score) for score in record.metrics]
+        events += [("judged", metric_event(record, score)) for score in record.metrics]
     time_ns = int(record.scored_at.timestamp() * 1e9)
     logs = []
-    for attributes in events:
+    for part, attributes in events:
+        identity = {"event.name": EVENT_NAME, "log.record.uid": event_id(record, attributes)}
         log_record = LogRecord(
             time_unix_nano=time_ns,
             observed_time_unix_nano=time_ns,
-            attributes=_attributes({"event.name": EVENT_NAME, **attributes}),
+            attributes=_attributes({**identity, **attributes}),
         )
         log_record.event_name = EVENT_NAME
-        logs.append(log_record)
+        logs.append((part, log_record))
     return logs
 
 
@@ -126,8 +158,16 @@ class EvaluationMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.events = Counter(
             "turnwatch_evaluation_events_total",
-            "gen_ai.evaluation.result events, by outcome (exported, failed, queue_full).",
+            "gen_ai.evaluation.result events, by outcome (exported, failed, queue_full, "
+            "already_sent).",
             ["outcome"],
+            registry=registry,
+        )
+        self.mark_failures = Counter(
+            "turnwatch_evaluation_sent_mark_failures_total",
+            "Reads and writes of the session store's sent marks that failed, by step (read, "
+            "mark); the events are sent (again) rather than lost.",
+            ["step"],
             registry=registry,
         )
 
@@ -135,15 +175,29 @@ class EvaluationMetrics:
 class EvaluationEvents:
     """The exporter role's evaluation-event sender (a `RecordHandler` plus a drain)."""
 
-    def __init__(self, config: EvaluationEventsConfig, registry: CollectorRegistry) -> None:
+    def __init__(
+        self,
+        config: EvaluationEventsConfig,
+        registry: CollectorRegistry,
+        marks: SentMarks | None = None,
+    ) -> None:
+        """`marks`, the session store's sent marks when it is on: which parts another member
+        (or this one before a restart) already sent."""
         assert config.endpoint is not None, "built only when an endpoint is configured"
         self.config = config
         self.endpoint = config.endpoint
+        self.marks = marks
         self.metrics = EvaluationMetrics(registry)
-        for outcome in ("exported", "failed", "queue_full"):
+        for outcome in OUTCOMES:
             self.metrics.events.labels(outcome)
+        for step in ("read", "mark"):
+            self.metrics.mark_failures.labels(step)
         self.revisions = SeenRevisions(config.dedupe_entries)
-        self.queue: deque[LogRecord] = deque()
+        self.queue: deque[tuple[PartKey, LogRecord]] = deque()
+        self.unsent = Tally[PartKey]()
+        """Events of each part queued or being sent; a part is marked when it reaches 0."""
+        self.lost: set[PartKey] = set()
+        """Parts with an event dropped or refused: never marked, so a redelivery sends them."""
         self.wake = asyncio.Event()
         self.idle = asyncio.Event()
         """Set while nothing is queued or being sent."""
@@ -161,17 +215,41 @@ class EvaluationEvents:
         judged = record.part is not Part.CHECKS and self.revisions.first_time(
             record.session_id, record.revision, "judged"
         )
-        for event in record_events(record, checks, judged):
-            if len(self.queue) >= self.config.max_queued_events:
+        events = record_events(record, checks, judged)
+        sent = await self._sent(record) if events else frozenset()
+        for part, event in events:
+            key = (record.session_id, record.revision, part)
+            if part in sent:
+                self.metrics.events.labels("already_sent").inc()
+            elif len(self.queue) >= self.config.max_queued_events:
                 self.metrics.events.labels("queue_full").inc()
-                continue
-            self.queue.append(event)
+                self.lost.add(key)
+            else:
+                self.queue.append((key, event))
+                self.unsent[key] += 1
+        # A part none of whose events were queued is never marked anyway.
+        self.lost.intersection_update(self.unsent)
         if self.queue:
             self.idle.clear()
             if self.sender is None or self.sender.done():
                 self.sender = asyncio.create_task(self._send_forever())
             self.wake.set()
         return ()
+
+    async def _sent(self, record: ScoreRecord) -> frozenset[str]:
+        """The record's parts the store marks sent; none when it cannot be read (the events
+        go out again, with their ids, rather than not at all)."""
+        if self.marks is None:
+            return frozenset()
+        try:
+            return await asyncio.to_thread(self.marks.sent, record.session_id, record.revision)
+        except Exception as exc:
+            self.metrics.mark_failures.labels("read").inc()
+            log.error(
+                "sent marks unreadable: evaluation events sent without checking them",
+                extra={"error": type(exc).__name__},
+            )
+            return frozenset()
 
     async def _send_forever(self) -> None:
         async with httpx.AsyncClient(timeout=self.config.timeout_seconds) as client:
@@ -184,6 +262,20 @@ class EvaluationEvents:
 
     async def _send_batch(self, client: httpx.AsyncClient) -> None:
         batch = [self.queue.popleft() for _ in range(min(len(self.queue), self.config.max_batch))]
+        ok = await self._post(client, [event for _, event in batch])
+        self.metrics.events.labels("exported" if ok else "failed").inc(len(batch))
+        done: set[PartKey] = set()
+        for key, _ in batch:
+            if not ok:
+                self.lost.add(key)
+            self.unsent[key] -= 1
+            if self.unsent[key] == 0:
+                del self.unsent[key]
+                done.add(key)
+        await self._mark(done - self.lost)
+        self.lost -= done
+
+    async def _post(self, client: httpx.AsyncClient, batch: list[LogRecord]) -> bool:
         request = ExportLogsServiceRequest()
         resource_logs = request.resource_logs.add()
         resource_logs.resource.attributes.extend(self.resource)
@@ -203,7 +295,21 @@ class EvaluationEvents:
         else:
             if not ok:
                 log.warning("evaluation events refused", extra={"status": answer.status_code})
-        self.metrics.events.labels("exported" if ok else "failed").inc(len(batch))
+        return ok
+
+    async def _mark(self, parts: set[PartKey]) -> None:
+        """Mark the parts whose every event was accepted; if the store fails they stay
+        unmarked, so the member that takes a redelivered record sends them again."""
+        if self.marks is None or not parts:
+            return
+        try:
+            await asyncio.to_thread(self.marks.mark, parts, time.time())
+        except Exception as exc:
+            self.metrics.mark_failures.labels("mark").inc()
+            log.error(
+                "evaluation events sent but not marked: a redelivery sends them again",
+                extra={"error": type(exc).__name__, "parts": len(parts)},
+            )
 
     async def drain(self, timeout: float) -> None:
         """At shutdown: send what is queued, within `timeout`, then stop the sender."""
@@ -215,7 +321,10 @@ class EvaluationEvents:
             log.warning("evaluation events not all sent at shutdown")
         self.sender.cancel()
         await asyncio.gather(self.sender, return_exceptions=True)
+        self.sender = None
         # What is still queued after the deadline is not sent: count it.
         if self.queue:
             self.metrics.events.labels("failed").inc(len(self.queue))
             self.queue.clear()
+            self.unsent.clear()
+            self.lost.clear()

@@ -117,6 +117,7 @@ async def test_each_result_is_one_event_and_a_redelivery_sends_nothing_more(rece
     assert receiver.headers[0]["x-api-key"] == "k-123"
     assert {e["_event_name"] for e in receiver.events} == {EVENT_NAME}
     assert {e["event.name"] for e in receiver.events} == {EVENT_NAME}
+    assert len({e["log.record.uid"] for e in receiver.events}) == expected  # one id each
     by_name = {e["gen_ai.evaluation.name"]: e for e in receiver.events}
 
     [forbidden] = [r for r in results if r.check == "forbidden_action"]

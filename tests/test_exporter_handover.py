@@ -116,6 +116,17 @@ def exporter_process(bootstrap: str, workdir: Path, store: dict[str, object]) ->
     return ServeProcess(workdir, settings, role="exporter")
 
 
+def share_partitions(publisher: Publisher, leaving: ServeProcess, staying: Member) -> None:
+    """Scores published until the process and the member both count some: both own partitions."""
+    eventually(
+        lambda: (publisher.score(SERVICES[0], 0.8), publisher.flush(), exported_by(leaving))[2],
+        lambda exported: exported > 0 and staying.exported() > 0,
+        timeout=90,
+        interval=0.3,
+        what="both members to own partitions",
+    )
+
+
 def hand_over(tmp_path: Path, bootstrap: str, store: dict, marker: Path, leave: str) -> None:
     """An exporter process and a member here share the partitions; the process holds a record
     it counted and leaves (`kill`: SIGKILL; `stop`: SIGTERM, whose drain times out with the
@@ -127,13 +138,7 @@ def hand_over(tmp_path: Path, bootstrap: str, store: dict, marker: Path, leave: 
     try:
         members.append(Member(bootstrap, tmp_path, tmp_path / "cases", "staying", **store))
         staying = members[0]
-        eventually(
-            lambda: (publisher.score(SERVICES[0], 0.8), publisher.flush(), exported_by(leaving))[2],
-            lambda exported: exported > 0 and staying.exported() > 0,
-            timeout=90,
-            interval=0.3,
-            what="both members to own partitions",
-        )
+        share_partitions(publisher, leaving, staying)
         publish_burst(publisher, 40, seed=1)
         eventually(marker.exists, timeout=60, interval=0.1, what="the process to hold a record")
         # What Prometheus last scraped from it: every record it counted, the held one too.
@@ -155,11 +160,15 @@ def hand_over(tmp_path: Path, bootstrap: str, store: dict, marker: Path, leave: 
         # The held record and its uncommitted batch came again, and were found counted.
         assert staying.value("turnwatch_exporter_records_total", outcome="duplicate") >= 1
     finally:
-        publisher.close()
-        for member in members:
-            member.stop()
-        if leaving.process.poll() is None:
-            leaving.kill()
+        close_all(publisher, members, leaving)
+
+
+def close_all(publisher: Publisher, members: list[Member], leaving: ServeProcess) -> None:
+    publisher.close()
+    for member in members:
+        member.stop()
+    if leaving.process.poll() is None:
+        leaving.kill()
 
 
 OUTCOME_EXPORTED = frozenset({("outcome", "exported")})
@@ -169,14 +178,18 @@ def exported_by(process: ServeProcess) -> float:
     return process.metric("turnwatch_exporter_records_total", outcome="exported")
 
 
-@pytest.mark.slow  # a broker, PostgreSQL, an exporter process and an exporter member
-@pytest.mark.parametrize(
+LEAVES = pytest.mark.parametrize(
     "leave",
     [
-        pytest.param("kill", id="killed after counting and before committing"),
+        pytest.param("kill", id="killed after taking the record and before committing"),
         pytest.param("stop", id="partitions revoked with the record in hand"),
     ],
 )
+"""How the process that holds a record leaves: SIGKILL, or SIGTERM with a drain that times out."""
+
+
+@pytest.mark.slow  # a broker, PostgreSQL, an exporter process and an exporter member
+@LEAVES
 def test_a_record_counted_by_a_member_that_leaves_uncommitted_is_counted_once(
     tmp_path,
     broker,  # noqa: F811 (the fixture)

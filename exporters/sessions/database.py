@@ -94,6 +94,16 @@ CREATE TABLE IF NOT EXISTS counted_parts (
     PRIMARY KEY (session_id, revision, part)
 );
 CREATE INDEX IF NOT EXISTS counted_parts_by_time ON counted_parts (counted_at);
+-- Which score record parts' evaluation events were sent and accepted (claims.py, SentMarks): a
+-- member that takes a redelivered record over sends only the parts not marked here.
+CREATE TABLE IF NOT EXISTS sent_events (
+    session_id TEXT NOT NULL,
+    revision BIGINT NOT NULL,
+    part TEXT NOT NULL,
+    sent_at {real} NOT NULL,
+    PRIMARY KEY (session_id, revision, part)
+);
+CREATE INDEX IF NOT EXISTS sent_events_by_time ON sent_events (sent_at);
 CREATE TABLE IF NOT EXISTS curated_dataset (
     name TEXT PRIMARY KEY,
     version INTEGER NOT NULL

@@ -33,6 +33,7 @@ from turnwatch.exporters.regressions.handler import IncidentHandler, chain
 from turnwatch.exporters.regressions.metrics import RegressionMetrics
 from turnwatch.exporters.regressions.store import CaseStore, ContractLookup, regressions_dir
 from turnwatch.exporters.score_exporter import ScoreExporter
+from turnwatch.exporters.sessions.claims import SentMarks
 from turnwatch.exporters.sessions.handler import SessionStoreHandler, open_store
 from turnwatch.exporters.sessions.metrics import SessionStoreMetrics
 from turnwatch.exporters.sessions.store import SessionStore
@@ -123,7 +124,8 @@ def exporter_config(settings: Settings) -> ExporterConfig:
 
 def build_exporters(settings: Settings, registry: CollectorRegistry) -> Exporters:
     """With the session store on, it is also the arbiter of what is counted (count claims), so
-    a score record redelivered to another exporter member is counted once across them, and
+    a score record redelivered to another exporter member is counted once across them, keeps
+    which parts' evaluation events were sent, so the next owner does not send them again, and
     holds the online canary's windows, so every member compares the same sessions."""
     store = CaseStore(
         regressions_dir(settings.data_dir),
@@ -139,7 +141,10 @@ def build_exporters(settings: Settings, registry: CollectorRegistry) -> Exporter
     handlers: list[RecordHandler] = [scores.handle, IncidentHandler(store)]
     events = None
     if settings.exporter.evaluation_events.endpoint is not None:
-        events = EvaluationEvents(settings.exporter.evaluation_events, registry)
+        marks = None
+        if sessions is not None:
+            marks = SentMarks(sessions.db, settings.exporter.claim_retention_hours)
+        events = EvaluationEvents(settings.exporter.evaluation_events, registry, marks)
         handlers.append(events.handle)
     if sessions is None:
         return Exporters(chain(*handlers), store, events=events, canary=scores.canary)
