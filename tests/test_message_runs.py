@@ -198,7 +198,12 @@ def test_corrupted_spans_after_a_known_run_decode_as_the_stock_decoder():
     first = call("openllmetry", "corrupt", 1, messages[:21])
     [held] = decoded([first])
     body = protobuf_request([call("openllmetry", "corrupt", 2, messages[:23])])
-    rng = random.Random(7)
+    assert_corruptions_decode_as_stock(body, random.Random(7))
+    assert held.message_run is not None
+
+
+def assert_corruptions_decode_as_stock(body: bytes, rng: random.Random) -> None:
+    """150 copies of `body` with one to three bytes changed decode as the stock decoder."""
     outcomes = set()
     for _ in range(150):
         corrupted = bytearray(body)
@@ -207,7 +212,6 @@ def test_corrupted_spans_after_a_known_run_decode_as_the_stock_decoder():
         assert_same(bytes(corrupted), LIMITS)
         outcomes.add(outcome(otlp_proto.decode_traces, bytes(corrupted), LIMITS)[0])
     assert outcomes == {"ok", "undecodable"}  # both kinds of body were tried
-    assert held.message_run is not None
 
 
 # --- GenAI: one JSON string that each resent call extends ----------------------------------
@@ -281,13 +285,5 @@ def test_corrupted_genai_spans_after_a_known_run_decode_as_the_stock_decoder():
     first, second = genai_calls("text-corrupt", 12)[10:12]
     [held] = decoded([first])
     body = protobuf_request([second])
-    rng = random.Random(11)
-    outcomes = set()
-    for _ in range(150):
-        corrupted = bytearray(body)
-        for _ in range(rng.randint(1, 3)):
-            corrupted[rng.randrange(len(body))] = rng.randrange(256)
-        assert_same(bytes(corrupted), LIMITS)
-        outcomes.add(outcome(otlp_proto.decode_traces, bytes(corrupted), LIMITS)[0])
-    assert outcomes == {"ok", "undecodable"}
+    assert_corruptions_decode_as_stock(body, random.Random(11))
     assert held.message_run is not None
