@@ -11,12 +11,18 @@ its encodings. The encodings are a chain (`InputItems`) that the flattened diale
 channel's whole input, so a span that began with the previous call's run is known to extend that
 call by one identity check. The work per span is then its new attributes', not its history's.
 
+GenAI sends the input as one JSON string (`gen_ai.input.messages`), which a resent call extends:
+its closing bracket becomes a comma and the messages that follow. The run of such a span is its
+text less that bracket (`TextPieces`, the text as a chain of what each call added); a later
+span whose text begins with one is parsed with the attribute as the empty string in its place,
+and the attribute then holds only the text that follows (`resent_text`).
+
 Runs are remembered by where they start: a hash of the bytes that follow the first message's
 attributes (a system prompt shared by every conversation of a service comes first; what follows
 it tells conversations apart), with the attribute size limit they were checked under. Up to
 RUNS_PER_KEY runs share one such start (conversations that open alike), and the longest that
 the span begins with wins. The cache holds only weak references and hashes: a run lives as long
-as the session holding its call keeps it (the channel's tail, `FlattenedContent.run`), so it
+as the session holding its call keeps it (the channel's tail, `DeferredContent.run`), so it
 keeps no content a session does not, and nothing once the session is gone.
 
 Pure Python (not compiled with mypyc): its classes need weak references.
@@ -33,7 +39,8 @@ from turnwatch.collector.otlp_common import ItemRejected, Undecodable
 from turnwatch.collector.otlp_values import UNDECODABLE, plain_messages
 from turnwatch.collector.otlp_wire import first_attribute, length_at
 
-TEXT_HEAD = b"gen_ai.input.messages"
+TEXT_KEY = "gen_ai.input.messages"
+TEXT_HEAD = TEXT_KEY.encode()
 """GenAI's input messages: one JSON string, which a resent call extends (its closing bracket
 replaced by a comma and the messages that follow)."""
 INPUT_HEADS = (b"llm.input_messages.", b"gen_ai.prompt.", TEXT_HEAD)
@@ -143,7 +150,7 @@ def next_run(body: bytes, found: tuple[Any, ...], view: Any) -> Any:
     if not key[1]:
         return None  # nothing to find it by
     if head == TEXT_HEAD:
-        return _next_text_run(body, found, view.attributes.get(TEXT_HEAD.decode()))
+        return _next_text_run(body, found, view.attributes.get(TEXT_KEY))
     start = start + known.size if known is not None else start
     stop, count = plain_messages(body, start, end, head, RUN_GROWTH)
     if not count:

@@ -35,6 +35,7 @@ from turnwatch.collector.message_runs import (
     EMPTY_TEXT_FIELD,
     KNOWN_RUNS,
     TEXT_HEAD,
+    TEXT_KEY,
     KnownRuns,
     next_run,
     resent_text,
@@ -79,7 +80,6 @@ RESENT_SPAN_BYTES = 8 * 1024
 (message_runs.py): below it, a history is too short for recognising it to pay."""
 
 ReadAttributes = Callable[[Any, DecodeLimits], dict[str, Any]]
-TEXT_KEY = TEXT_HEAD.decode()
 
 
 def _id(raw: bytes, length: int, *, required: bool) -> str:

@@ -51,7 +51,7 @@ class SpanView:
     resent_run: Any = None
     """The remembered run the span's bytes began with (the previous call's input, resent): its
     encodings (`items`) come before those under its head in `message_attributes`, which holds
-    only what the span added."""
+    only what the span added; for GenAI's text, its text comes before the attribute's value."""
 
 
 @dataclass(slots=True)
@@ -134,7 +134,15 @@ class DeferredContent:
 
     tail_bytes: int = 0
     """Memory this content holds only while its call is the channel's last (what it keeps for
-    the next call's decoding, released by the next call's `drop_known`)."""
+    the next call's decoding, `run`, released when the next call arrives)."""
+
+    run: Any = None
+    """What the protobuf receiver keeps for recognising the next call in its bytes (a
+    `message_runs.MessageRun`), alive while this call is the channel's last."""
+
+    def release_tail(self) -> None:
+        """The channel's next call arrived: let go of what was kept for it."""
+        self.run, self.tail_bytes = None, 0
 
     def fill(self, call: Observation) -> bool:
         """Parse into `call`; True when `call.inputs` holds only what follows the input of the

@@ -52,6 +52,8 @@ def drop_resent_history(tails: dict[str, HistoryTail], observation: Observation)
     previous = tail.observation.content if tail is not None else None
     if content.drop_known(previous, tail.history if tail is not None else None):
         observation.resends = tail.observation if tail is not None else None
+    if previous is not None:
+        previous.release_tail()
     history = content.kept_history(history)
     observation.size_bytes += content.held_bytes - held_before
     # A trimmed observation no longer holds its whole input: the tail does, until the next.

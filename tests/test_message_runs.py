@@ -18,7 +18,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from turnwatch.collector import otlp_proto
-from turnwatch.collector.message_runs import KNOWN_RUNS
+from turnwatch.collector.message_runs import KNOWN_RUNS, TEXT_KEY
 from turnwatch.collector.otlp_common import DecodeLimits
 from turnwatch.collector.otlp_values import encode_varint
 from turnwatch.collector.records import SpanView
@@ -215,8 +215,6 @@ def assert_corruptions_decode_as_stock(body: bytes, rng: random.Random) -> None:
 
 
 # --- GenAI: one JSON string that each resent call extends ----------------------------------
-
-TEXT_KEY = "gen_ai.input.messages"
 
 
 def genai_calls(conversation: str, count: int, length: int = 500) -> list[SpanView]:

@@ -18,7 +18,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from turnwatch.collector import otlp_proto, otlp_values
-from turnwatch.collector.message_runs import TEXT_HEAD
+from turnwatch.collector.message_runs import TEXT_HEAD, TEXT_KEY
 from turnwatch.collector.otlp_common import DecodeLimits, Undecodable
 from turnwatch.collector.records import SpanView
 
@@ -59,8 +59,7 @@ def attributes_as_sent(view: SpanView) -> dict:
     followed a known run."""
     attributes = dict(view.attributes)
     if view.resent_run is not None and view.resent_run.head == TEXT_HEAD:
-        key = TEXT_HEAD.decode()
-        attributes[key] = view.resent_run.items.text()[:-1] + attributes[key]
+        attributes[TEXT_KEY] = view.resent_run.items.text()[:-1] + attributes[TEXT_KEY]
     return attributes
 
 

@@ -147,8 +147,6 @@ class FlattenedContent(DeferredContent):
         return self.count
 
     def drop_known(self, previous: DeferredContent | None, history: object) -> bool:
-        if isinstance(previous, FlattenedContent):
-            previous.run, previous.tail_bytes = None, 0
         rest = self._rest(previous, history) if isinstance(previous, FlattenedContent) else None
         if rest is None or not isinstance(previous, FlattenedContent):
             inputs = self.whole_inputs()

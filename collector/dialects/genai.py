@@ -222,8 +222,6 @@ class GenAIContent(DeferredContent):
         return self.inputs
 
     def drop_known(self, previous: DeferredContent | None, history: object) -> bool:
-        if isinstance(previous, GenAIContent):
-            previous.run, previous.tail_bytes = None, 0
         if not isinstance(previous, GenAIContent):
             self._whole_text()
             return False
