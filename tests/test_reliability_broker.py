@@ -140,7 +140,10 @@ def test_200_in_200_scored_once_through_a_broker_outage_and_a_scorer_kill(broker
     score_log = tmp_path / "scored.log"
     scoring = {
         "TURNWATCH_BUS__SCORER_PROCESSOR": "tests.kafka_broker:score_echo",
-        "TURNWATCH_TEST_SCORER_DELAY": "0.05",
+        # Slower than the client sends, so the scorer is behind and mid-batch whenever the broker
+        # goes, and still has work when it is killed: its spool holds score records from the
+        # outage, and what it scores meanwhile queues behind them.
+        "TURNWATCH_TEST_SCORER_DELAY": "0.2",
     }
     collector = Role(
         "collector",
@@ -178,14 +181,6 @@ def test_200_in_200_scored_once_through_a_broker_outage_and_a_scorer_kill(broker
             what="sessions spooled during the outage",
         )
         broker.start()
-        eventually(
-            lambda: collector.metric("turnwatch_bus_spool_records"),
-            lambda spooled: spooled == 0,
-            # The drain sends one record per round trip, and each produce on Tansu's S3 storage
-            # is an object write: about 4 records/s on a loaded 2-core machine.
-            timeout=180,
-            what="the collector's spool to drain into the restarted broker",
-        )
         before = processed(first, SESSIONS)
         eventually(  # scoring again, its own spool still draining what the outage left it
             lambda: (processed(first, SESSIONS), first.metric("turnwatch_bus_spool_records")),
@@ -201,6 +196,14 @@ def test_200_in_200_scored_once_through_a_broker_outage_and_a_scorer_kill(broker
         roles[-1].wait_started()
         client.thread.join(120)
         assert len(client.acknowledged) == 200
+        eventually(
+            lambda: collector.metric("turnwatch_bus_spool_records"),
+            lambda spooled: spooled == 0,
+            # The drain sends one record per round trip, and each produce on Tansu's S3 storage
+            # is an object write: about 4 records/s on a loaded 2-core machine.
+            timeout=180,
+            what="the collector's spool to drain into the restarted broker",
+        )
 
         eventually(
             lambda: processed(exporter, SCORES),
