@@ -76,9 +76,13 @@ class HandedOver:
         One within them is a replayed copy of a revision already published: the same number
         when it reaches the revision's latest stamp, else the earlier revision's own, from its
         observations as before."""
-        if any(p.offset > self.offsets.get(p.partition, -1) for p in held):
+        if self.continued_by(held):
             return from_arrivals(latest_arrival, self.revision)
         return self.revision if latest_arrival >= self.last_arrival else latest_arrival
+
+    def continued_by(self, held: Iterable[Any]) -> bool:
+        """Whether observations at these bus positions include one past the revision's."""
+        return any(p.offset > self.offsets.get(p.partition, -1) for p in held)
 
 
 class SessionRevisions:
@@ -110,6 +114,17 @@ class SessionRevisions:
             revision = from_arrivals(latest_arrival, previous)
         self._last.put(key, revision)
         return revision
+
+    def continues_handed_over(self, key: str, held: Iterable[Any]) -> bool:
+        """Whether `key`'s session closing now continues a revision another member published
+        (see `number`): that revision's content is not here, so the session is flagged
+        truncated, as one continuing a conversation this member remembers without its content
+        is. Conservative: a replay that happens to bring every earlier observation again (its
+        commit stayed below all of them) is flagged too, since the offsets handed over do not
+        say where the conversation began."""
+        handed = self._handed.peek(key)
+        previous = self._last.get(key) or 0
+        return handed is not None and handed.revision > previous and handed.continued_by(held)
 
     def hand_over(self, key: str, handed: HandedOver) -> None:
         """What the changelog says the partition's previous owner published last for `key`."""

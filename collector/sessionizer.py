@@ -409,6 +409,8 @@ class Sessionizer:
     def _close(self, key: str, reason: CloseReason) -> ClosedSession:
         session = self._open.pop(key)
         self.open_bytes -= session.size
+        if self.revisions.continues_handed_over(key, session.held):
+            session.head_emitted = True
         session.revision = self.revisions.number(key, session.last_arrival, session.held)
         session.closed_at = self.clock()
         if reason not in CAPPED and self.config.reopen_window_seconds > 0:

@@ -197,6 +197,8 @@ def test_a_continuation_through_a_collector_whose_clock_is_behind_gets_the_next_
     first, continued = published  # in the order they were published
     assert continued.session_id == first.session_id
     assert continued.revision == first.revision + 1
+    # Its first turn went out with the first revision, which the new owner never held.
+    assert not first.truncated and continued.truncated
 
 
 # Without a broker.
@@ -216,6 +218,20 @@ def test_a_replayed_copy_keeps_its_revision_and_new_observations_number_above_it
     revisions.hand_over("svc\x00conv", handed)
     assert revisions.number("svc\x00conv", 3_000, [Position(OBSERVATIONS, 1, 20)]) == 3_000
     assert revisions.number("svc\x00conv", 5_000, copy) == 5_000
+
+
+def test_only_a_continuation_of_a_handed_over_revision_lacks_its_earlier_content():
+    handed = HandedOver(revision=5_000, last_arrival=5_000, offsets={1: 40, 2: 7})
+    revisions = SessionRevisions(10)
+    revisions.hand_over("svc\x00conv", handed)
+    copy = [Position(OBSERVATIONS, 1, 30), Position(OBSERVATIONS, 2, 7)]
+    assert not revisions.continues_handed_over("svc\x00conv", copy)
+    assert not revisions.continues_handed_over("svc\x00other", [Position(OBSERVATIONS, 1, 99)])
+    continuation = [Position(OBSERVATIONS, 2, 8)]
+    assert revisions.continues_handed_over("svc\x00conv", continuation)
+    assert revisions.number("svc\x00conv", 4_000, continuation) == 5_001
+    # Used up: the member numbered above it, and what it closes next it holds itself.
+    assert not revisions.continues_handed_over("svc\x00conv", [Position(OBSERVATIONS, 2, 9)])
 
 
 def test_a_changelog_that_cannot_be_read_leaves_the_member_as_without_one(caplog):
