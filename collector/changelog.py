@@ -59,6 +59,9 @@ Kind = Literal["conversation", "link"]
 ReadTail = Callable[[str, set[int], int], Awaitable[list]]
 Publish = Callable[[str, str, ChangelogRecord], Awaitable[None]]
 RouteKey = Callable[[str, str], str]
+MAX_JOINED_BY_TRACE = 1024
+"""About 20 KiB of identities: a link stays uncommitted only while its trace is active (and an
+idle timeout after), so what can be forwarded again is the last turns' tool and keyless spans."""
 MAX_RECORD_BYTES = 64 * 1024
 """A changelog record holds a few ids and numbers: anything larger is not one of ours."""
 
@@ -74,6 +77,10 @@ class ConversationState(_State):
     last_arrival: int = Field(ge=0)
     offsets: dict[int, int]
     """Partition of `turnwatch.observations` -> highest offset of an observation in it."""
+    joined_by_trace: list[int] = Field(default_factory=list, max_length=MAX_JOINED_BY_TRACE)
+    """Arrival identities of its observations that joined through their trace, the latest
+    `MAX_JOINED_BY_TRACE`: a trace's next owner forwards those again while the trace's link is
+    uncommitted, and the conversation's next owner recognises them by these."""
 
 
 class LinkState(_State):
@@ -140,6 +147,7 @@ class PartitionChangelog:
             revision=session.revision,
             last_arrival=session.last_arrival,
             offsets=offsets,
+            joined_by_trace=session.joined_by_trace[-MAX_JOINED_BY_TRACE:],
         )
         key = self.route_key("conversation", session.conversation_key)
         self._queue("conversation", key, state, held)
@@ -235,7 +243,12 @@ class PartitionChangelog:
         if isinstance(state, LinkState):
             self.links.put(state.trace_id, state.conversation_key)
         elif isinstance(state, ConversationState):
-            handed = HandedOver(state.revision, state.last_arrival, state.offsets)
+            handed = HandedOver(
+                state.revision,
+                state.last_arrival,
+                state.offsets,
+                frozenset(state.joined_by_trace),
+            )
             self.revisions.hand_over(state.key, handed)
 
 

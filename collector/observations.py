@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from turnwatch.collector.records import (
+    TRACE_MAPPING_SOURCE,
     Context,
     Message,
     Observation,
@@ -39,7 +40,6 @@ from turnwatch.collector.sealing import Sealer, Unsealable
 from turnwatch.bus.records import ObservationRecord
 
 Route = Literal["conversation", "trace", "link"]
-TRACE_MAPPING_SOURCE = "trace_mapping"
 
 
 @dataclass(slots=True)

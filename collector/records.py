@@ -229,6 +229,10 @@ class Observation:
         return copy
 
 
+TRACE_MAPPING_SOURCE = "trace_mapping"
+"""`Context.key_source` of a span that named no conversation and joined one through its trace."""
+
+
 @dataclass(slots=True)
 class Context:
     """Identity and lifecycle facts read from a span or log record, whatever its dialect."""

@@ -10,6 +10,7 @@ partition's previous owner handed over (`HandedOver`, from the changelog)."""
 from __future__ import annotations
 
 import time
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +59,12 @@ def from_arrivals(latest_arrival: int, previous_revision: int) -> int:
     return max(latest_arrival, previous_revision + 1)
 
 
+def arrival_identity(arrival: int, trace_id: str, time_ns: int) -> int:
+    """One observation, as every member computes it (no per-process string hash): what a replay
+    or a forward brings again is recognised by it, in a session and through the changelog."""
+    return hash((arrival, zlib.crc32(trace_id.encode()), time_ns))
+
+
 @dataclass(frozen=True, slots=True)
 class HandedOver:
     """A conversation's last revision as the partition's previous owner published it, from
@@ -68,6 +75,9 @@ class HandedOver:
     revision: int
     last_arrival: int
     offsets: dict[int, int]
+    joined_by_trace: frozenset[int] = frozenset()
+    """Arrival identities (`arrival_identity`) of the revision's observations that
+    joined through their trace: a trace's next owner may forward those again."""
 
     def number(self, latest_arrival: int, held: Iterable[Any]) -> int:
         """A session of this conversation built by the member that took the partition over.
@@ -126,21 +136,32 @@ class SessionRevisions:
         previous = self._last.get(key) or 0
         return handed is not None and handed.revision > previous and handed.continued_by(held)
 
+    def handed_over_joined(self, key: str) -> frozenset[int]:
+        """Observations of `key` that joined through their trace in the revision handed over,
+        while it decides `key`'s next number: a forward bringing one again is a redelivery."""
+        handed = self._handed.peek(key)
+        if handed is None or handed.revision <= (self._last.get(key) or 0):
+            return frozenset()
+        return handed.joined_by_trace
+
     def hand_over(self, key: str, handed: HandedOver) -> None:
         """What the changelog says the partition's previous owner published last for `key`."""
         known = self._handed.peek(key)
         if known is None or handed.revision >= known.revision:
             self._handed.put(key, handed)
 
-    def published_long_ago(self, key: str, arrival: int, window_seconds: float) -> bool:
-        """Whether an observation of `key`, whose session content is no longer kept, is one
-        of its published revisions brought again: stamped at or below the last revision and
+    def published(self, key: str, arrival: int, identity: int, window_seconds: float) -> bool:
+        """Whether an observation of `key`, whose session content is not here, is one of its
+        published revisions brought again: one that joined through its trace in the revision
+        handed over (`handed_over_joined`), or one stamped at or below the last revision and
         taken by a collector more than the reopen window ago (by this clock). A replay brings
         such observations when a partition's commit stayed that long below them (a
         conversation open for hours holds it) and the partition moves; within the window the
         kept session's arrival identities recognise them. A never-seen observation that old
         would have waited on the bus for longer than the reopen window, so it is taken for a
         redelivery too (counted in `turnwatch_observations_redelivered_total`)."""
+        if identity in self.handed_over_joined(key):
+            return True
         last = self._last.get(key)
         age_ms = self.clock.wall_clock() * 1000 - arrival / REVISION_COUNTER_SPAN
         return last is not None and arrival <= last and age_ms > window_seconds * 1000

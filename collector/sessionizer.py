@@ -11,10 +11,9 @@ same session id (with the earlier content, while it is kept). Everything is boun
 sessions and buffered bytes evict the least recently active session, and every eviction is
 reported to the caller as a closed session with reason `evicted`, never dropped silently.
 
-Every piece of bookkeeping is O(1) amortised per span and per close: open sessions, closed ones
-kept for the reopen window, closed keys and trace mappings are each an ordered map from the
-oldest entry, and each bound or expiry pops from the front. Sizes are measured object sizes
-(`tests/test_session_memory.py`), so `max_buffered_bytes` bounds memory, not just text.
+Bookkeeping is O(1) amortised per span and per close: open sessions, closed ones kept for the
+reopen window, closed keys and trace mappings are ordered maps whose bounds pop the oldest. Sizes
+are measured (`tests/test_session_memory.py`): `max_buffered_bytes` bounds memory, not just text.
 """
 
 from __future__ import annotations
@@ -22,13 +21,19 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from turnwatch.collector.config import SessionConfig
-from turnwatch.collector.records import Context, Observation, ObservationKind, first_values
+from turnwatch.collector.records import (
+    TRACE_MAPPING_SOURCE,
+    Context,
+    Observation,
+    ObservationKind,
+    first_values,
+)
 from turnwatch.collector.resent_history import HistoryTail, drop_resent_history
-from turnwatch.collector.revision_clock import SessionRevisions
+from turnwatch.collector.revision_clock import SessionRevisions, arrival_identity
 from turnwatch.collector.session_keys import conversation_of_key, scoped_key
 from turnwatch.collector.wal.sources import Sources, merged_sources, note_source
 
@@ -82,9 +87,11 @@ class OpenSession:
     """Where each observation came from on the bus (sessionizer role); empty otherwise."""
     resource: dict[str, str] = field(default_factory=dict)
     """The kept resource attributes (`Context.resource_attributes`), first value of each wins."""
-    # Sessionizer role: the latest arrival stamp (its revision), observations held (a replay skips).
+    # Sessionizer role: the latest arrival stamp (its revision), observations held (a replay
+    # skips), those that joined through their trace (a forward may bring again: changelog.py).
     last_arrival: int = 0
     arrivals: set[int] = field(default_factory=set)
+    joined_by_trace: list[int] = field(default_factory=list)
 
     @property
     def conversation_key(self) -> str:
@@ -96,40 +103,24 @@ class OpenSession:
         return 2 * self.model_calls
 
     def continued(self, now: float) -> OpenSession:
-        """The next revision: the same content in new containers, so the closed revision (which
-        may still wait for assembly) stays as it was closed."""
-        return OpenSession(
-            self.key,
-            self.key_source,
-            now,
-            now,
-            0,
-            0.0,
-            self.service,
-            self.service_from_model_call,
-            self.user_id,
-            self.service_version,
-            self.agent_name,
-            self.agent_version,
-            dict(self.scopes),
-            list(self.observations),
-            dict(self.trace_ids),
-            {
+        """The next revision: the content in new containers (the closed one may await assembly)."""
+        return replace(
+            self,
+            opened_at=now,
+            last_activity=now,
+            revision=0,
+            closed_at=0.0,
+            scopes=dict(self.scopes),
+            observations=list(self.observations),
+            trace_ids=dict(self.trace_ids),
+            tails={
                 channel: HistoryTail(tail.observation, tail.history, tail.extra_bytes)
                 for channel, tail in self.tails.items()
             },
-            self.first_ns,
-            self.last_ns,
-            self.size,
-            self.model_calls,
-            self.error_spans,
-            self.tool_errors,
-            self.dropped_spans,
-            self.forced_attribute,
-            self.head_emitted,
-            resource=self.resource,
-            last_arrival=self.last_arrival,
+            sources={},
+            held=[],
             arrivals=set(self.arrivals),
+            joined_by_trace=list(self.joined_by_trace),
         )
 
 
@@ -155,9 +146,9 @@ class Sessionizer:
         # Closed sessions whose content is kept for the reopen window, oldest close first; bounded
         # by bytes (`max_reopen_bytes`) and by age, so an ordered map rather than the LRU.
         self._kept: OrderedDict[str, OpenSession] = OrderedDict()
-        # Touched by every span, so a local OrderedDict rather than the shared LRU: from this
-        # compiled module, going through the LRU's Python methods measured about 12% more CPU per
-        # span in `add` (compiled A/B, 30 alternating runs). Same bound and order as the LRU.
+        # Touched by every span, so a local OrderedDict rather than the shared LRU (same bound
+        # and order): from this compiled module, the LRU's Python methods cost about 12% more CPU
+        # per span in `add` (compiled A/B, 30 alternating runs).
         self._trace_keys: OrderedDict[str, str] = OrderedDict()
         self._max_trace_keys = 4 * config.max_open_sessions
         self.open_bytes = 0
@@ -200,13 +191,13 @@ class Sessionizer:
     ) -> tuple[ClosedSession, ...]:
         """Buffer one span's or log record's facts; return sessions this closed."""
         key, source = self._resolve_key(trace_id, context)
-        identity = hash((arrival, trace_id, time_ns)) if arrival else 0
+        identity = arrival_identity(arrival, trace_id, time_ns) if arrival else 0
         holding = (self._open.get(key) or self._kept.get(key)) if identity else None
         window = self.config.reopen_window_seconds
         if identity and (
             identity in holding.arrivals
             if holding is not None
-            else self.revisions.published_long_ago(key, arrival, window)
+            else self.revisions.published(key, arrival, identity, window)
         ):
             self.redelivered += 1
             return ()
@@ -226,6 +217,8 @@ class Sessionizer:
         if identity:
             session.last_arrival = max(session.last_arrival, arrival)
             session.arrivals.add(identity)
+            if context.key_source == TRACE_MAPPING_SOURCE:
+                session.joined_by_trace.append(identity)
         self.open_bytes += self._absorb(session, trace_id, context, observation, time_ns, identity)
         closed: tuple[ClosedSession, ...] = ()
         if context.is_end_marker:
@@ -289,7 +282,7 @@ class Sessionizer:
             session = self._open.get(mapped)
             if session is not None:
                 return mapped, session.key_source
-            return mapped, TRACE_KEY_SOURCE if mapped == trace_id else "trace_mapping"
+            return mapped, TRACE_KEY_SOURCE if mapped == trace_id else TRACE_MAPPING_SOURCE
         self._remember_trace(trace_id, trace_id)
         return trace_id, TRACE_KEY_SOURCE
 
@@ -345,6 +338,7 @@ class Sessionizer:
         target.head_emitted = target.head_emitted or pending.head_emitted
         target.last_arrival = max(target.last_arrival, pending.last_arrival)
         target.arrivals |= pending.arrivals
+        target.joined_by_trace.extend(pending.joined_by_trace)
         target.first_ns = min(filter(None, (target.first_ns, pending.first_ns)), default=0)
         target.last_ns = max(target.last_ns, pending.last_ns)
 
@@ -355,7 +349,12 @@ class Sessionizer:
             if now - kept.closed_at <= self.config.reopen_window_seconds:
                 return kept.continued(now)
         closed_before = kept is not None or key in self.revisions
-        return OpenSession(key, source, now, now, head_emitted=closed_before)
+        session = OpenSession(key, source, now, now, head_emitted=closed_before)
+        forwarded = self.revisions.handed_over_joined(key)  # and maybe forwarded again
+        session.arrivals.update(forwarded)
+        session.joined_by_trace.extend(forwarded)
+        session.size += ARRIVAL_OVERHEAD * len(forwarded)
+        return session
 
     def _absorb(
         self,

@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
+import subprocess
+import sys
 import time
+from types import SimpleNamespace
 
 import orjson
 import pytest
 from kafka.structs import OffsetAndMetadata, TopicPartition
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from prometheus_client import CollectorRegistry
+from turnwatch.collector.changelog import PartitionChangelog
 from turnwatch.collector.config import CollectorConfig
 from turnwatch.collector.deid.secret import SecretError
 from turnwatch.collector.intake import ObservationIntake
@@ -38,7 +43,7 @@ from turnwatch.collector.records import (
     ToolCallPart,
     ToolExecution,
 )
-from turnwatch.collector.revision_clock import RevisionClock
+from turnwatch.collector.revision_clock import RevisionClock, arrival_identity
 from turnwatch.collector.router import RECORD_CONTENT_BYTES, ObservationRouter
 from turnwatch.collector.sealing import Sealer, Unsealable
 
@@ -56,6 +61,7 @@ from turnwatch.bus.kafka_consumer import ConsumerWorker
 from turnwatch.bus.ledger import OffsetLedger, Position
 from turnwatch.bus.metrics import BusMetrics
 from turnwatch.bus.records import OBSERVATIONS, SESSIONS, ObservationRecord
+from turnwatch.lru import LRU
 from turnwatch.revisions import SeenRevisions
 from turnwatch.schema import CloseReason, Session
 
@@ -478,6 +484,89 @@ def test_a_replay_after_the_reopen_window_brings_nothing_twice_yet_a_new_turn_st
     assert member.pipeline.sessionizer.open_count == 0 and member.ledger.held() == held
     # The conversation continuing, through a collector, still opens its next revision.
     assert continues_conv_a(member, routing, 1, 4).truncated
+
+
+def handed_over(first: Member, to: Member) -> None:
+    """What `first` wrote to the changelog for the session it closed, restored by `to` as a
+    member gaining the partition restores it."""
+
+    async def unused(topic, key, record) -> None:
+        raise AssertionError("the record is read off the queue")
+
+    def changelog(member: Member, read_tail) -> PartitionChangelog:
+        sessionizer = member.pipeline.sessionizer
+        return PartitionChangelog(
+            Sealer(SECRET), CODEC.sealer.route_key, member.ledger, unused, sessionizer.revisions,
+            LRU[str, str](10), member.metrics, read_tail, limit=10, queue_size=10,
+        )  # fmt: skip
+
+    [pending] = first.built.pending
+    written = changelog(first, None)
+    written.closed(pending.closed, pending.held)
+    _kind, _key, record, _held = written.queue.get_nowait()
+    value = record.model_dump_json().encode()
+
+    async def read_tail(topic: str, partitions: set[int], limit: int) -> list:
+        return [SimpleNamespace(value=value, partition=1, offset=0)]
+
+    asyncio.run(changelog(to, read_tail).restore({(OBSERVATIONS, 1)}))
+
+
+def test_spans_forwarded_again_when_both_partitions_moved_are_known_from_the_changelog():
+    """The conversation's session was published and its observations committed; its trace's
+    link was not (the trace still active). Both partitions move: the trace's next owner forwards
+    the keyless span again, and the conversation's next owner, holding no copy of the session,
+    recognises it by the changelog record the first owner wrote."""
+    routing = Routing()
+    routing.pipeline.accept_spans(spans(chat_span("conv-a")))
+    [(_, by_conversation), (_, link)] = routing.queued()
+    elsewhere = Routing()
+    elsewhere.pipeline.accept_spans(spans(tool_span("conv-a", "call_0")))
+    [(_, by_trace)] = elsewhere.queued()
+    first = Member()
+
+    async def run() -> None:
+        await first.take(by_trace, 0, 1)
+        await first.take(by_conversation, 1, 1)
+        await first.take(link, 0, 2)
+
+    asyncio.run(run())
+    [(_, forwarded)] = first.published
+    asyncio.run(first.take(forwarded, 1, 2))
+    closes_conv_a_with_its_tool_span(first, 10)
+    [published] = first.built.sessions
+    second = Member()
+    handed_over(first, second)
+    redelivered = second.metrics.observations_redelivered._value
+    asyncio.run(second.take(forwarded, 1, 3))  # forwarded again: a new offset
+    assert redelivered.get() == 1 and second.pipeline.sessionizer.open_count == 0
+    # The conversation goes on here; the span forwarded again meanwhile is known still.
+    routing.pipeline.accept_spans(spans(chat_span("conv-a", 1)))
+    [(_, later)] = routing.queued()
+    asyncio.run(second.take(later, 1, 4))
+    asyncio.run(second.take(forwarded, 1, 5))
+    assert redelivered.get() == 2
+    second.now = 10
+    second.pipeline.sweep()
+    [continued] = second.built.sessions
+    assert continued.session_id == published.session_id
+    assert continued.revision > published.revision and continued.truncated
+    kinds = [o.kind.value for o in second.built.pending[0].closed.state.observations]
+    assert kinds == ["llm_call"]  # the new turn's, not the tool span again
+
+
+def test_an_observation_has_the_same_arrival_identity_in_every_member_process():
+    code = "from turnwatch.collector.revision_clock import arrival_identity as identity; "
+    code += "print(identity(7, 'ab12', 9))"
+    identities = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()
+        for seed in ("1", "2")
+    }  # fmt: skip
+    assert identities == {str(arrival_identity(7, "ab12", 9))}
 
 
 END_MARKER = {"turnwatch.session.end": "true"}
