@@ -94,6 +94,16 @@ class HandedOver:
         """Whether observations at these bus positions include one past the revision's."""
         return any(p.offset > self.offsets.get(p.partition, -1) for p in held)
 
+    def forwarded_again(self, identity: int, held: Any) -> bool:
+        """Whether the observation at bus position `held` is one of the revision's that a
+        trace's next owner forwarded again: one that joined through its trace, at a new
+        position. At its own position it is replayed, and a replayed copy is rebuilt whole."""
+        return (
+            identity in self.joined_by_trace
+            and held is not None
+            and held.offset > self.offsets.get(held.partition, -1)
+        )
+
 
 class SessionRevisions:
     """A sessionizer's revision numbering: its clock, and the last revision it gave each
@@ -136,13 +146,12 @@ class SessionRevisions:
         previous = self._last.get(key) or 0
         return handed is not None and handed.revision > previous and handed.continued_by(held)
 
-    def handed_over_joined(self, key: str) -> frozenset[int]:
-        """Observations of `key` that joined through their trace in the revision handed over,
-        while it decides `key`'s next number: a forward bringing one again is a redelivery."""
+    def handed_over(self, key: str) -> HandedOver | None:
+        """The revision handed over for `key`, while it decides `key`'s next number."""
         handed = self._handed.peek(key)
         if handed is None or handed.revision <= (self._last.get(key) or 0):
-            return frozenset()
-        return handed.joined_by_trace
+            return None
+        return handed
 
     def hand_over(self, key: str, handed: HandedOver) -> None:
         """What the changelog says the partition's previous owner published last for `key`."""
@@ -150,17 +159,20 @@ class SessionRevisions:
         if known is None or handed.revision >= known.revision:
             self._handed.put(key, handed)
 
-    def published(self, key: str, arrival: int, identity: int, window_seconds: float) -> bool:
-        """Whether an observation of `key`, whose session content is not here, is one of its
-        published revisions brought again: one that joined through its trace in the revision
-        handed over (`handed_over_joined`), or one stamped at or below the last revision and
-        taken by a collector more than the reopen window ago (by this clock). A replay brings
-        such observations when a partition's commit stayed that long below them (a
-        conversation open for hours holds it) and the partition moves; within the window the
-        kept session's arrival identities recognise them. A never-seen observation that old
-        would have waited on the bus for longer than the reopen window, so it is taken for a
-        redelivery too (counted in `turnwatch_observations_redelivered_total`)."""
-        if identity in self.handed_over_joined(key):
+    def published(
+        self, key: str, arrival: int, identity: int, held: Any, window_seconds: float
+    ) -> bool:
+        """Whether an observation of `key` (at bus position `held`), whose session content is
+        not here, is one of its published revisions brought again: one of the revision handed
+        over, forwarded again (`HandedOver.forwarded_again`), or one stamped at or below the
+        last revision and taken by a collector more than the reopen window ago (by this
+        clock). A replay brings such observations when a partition's commit stayed that long
+        below them (a conversation open for hours holds it) and the partition moves; within the
+        window the kept session's arrival identities recognise them. A never-seen observation
+        that old would have waited on the bus for longer than the reopen window, so it is taken
+        for a redelivery too (counted in `turnwatch_observations_redelivered_total`)."""
+        handed = self.handed_over(key)
+        if handed is not None and handed.forwarded_again(identity, held):
             return True
         last = self._last.get(key)
         age_ms = self.clock.wall_clock() * 1000 - arrival / REVISION_COUNTER_SPAN

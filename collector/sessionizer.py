@@ -33,7 +33,7 @@ from turnwatch.collector.records import (
     first_values,
 )
 from turnwatch.collector.resent_history import HistoryTail, drop_resent_history
-from turnwatch.collector.revision_clock import SessionRevisions, arrival_identity
+from turnwatch.collector.revision_clock import HandedOver, SessionRevisions, arrival_identity
 from turnwatch.collector.session_keys import conversation_of_key, scoped_key
 from turnwatch.collector.wal.sources import Sources, merged_sources, note_source
 
@@ -92,6 +92,7 @@ class OpenSession:
     last_arrival: int = 0
     arrivals: set[int] = field(default_factory=set)
     joined_by_trace: list[int] = field(default_factory=list)
+    handed: HandedOver | None = None  # the revision another member published before this one
 
     @property
     def conversation_key(self) -> str:
@@ -153,9 +154,8 @@ class Sessionizer:
         self._max_trace_keys = 4 * config.max_open_sessions
         self.open_bytes = 0
         self.kept_bytes = 0
-        # Conversations opened under their own key. A bucket keyed by its trace id is not
-        # counted here: most merge into a keyed conversation once a span names it, and the
-        # caller counts the rest when they close as sessions of their own.
+        # Conversations opened under their own key, not buckets keyed by a trace id: most merge
+        # into a keyed one once a span names it, the caller counts the rest as they close.
         self.opened = 0
         self.source = 0  # the write-ahead log frame of the items being added (0: none)
         self.source_index = 0  # the index of the item being added within that frame
@@ -196,8 +196,9 @@ class Sessionizer:
         window = self.config.reopen_window_seconds
         if identity and (
             identity in holding.arrivals
+            or (holding.handed is not None and holding.handed.forwarded_again(identity, held))
             if holding is not None
-            else self.revisions.published(key, arrival, identity, window)
+            else self.revisions.published(key, arrival, identity, held, window)
         ):
             self.redelivered += 1
             return ()
@@ -259,8 +260,7 @@ class Sessionizer:
         return self._open.values()
 
     def discard(self, drop: Callable[[OpenSession], bool]) -> int:
-        """Forget open sessions without closing them (their observations are replayed to the
-        member that owns them now); return how many."""
+        """Forget open sessions without closing them (replayed to their new owner); how many."""
         dropped = [key for key, session in self._open.items() if drop(session)]
         for key in dropped:
             self.open_bytes -= self._open.pop(key).size
@@ -350,10 +350,10 @@ class Sessionizer:
                 return kept.continued(now)
         closed_before = kept is not None or key in self.revisions
         session = OpenSession(key, source, now, now, head_emitted=closed_before)
-        forwarded = self.revisions.handed_over_joined(key)  # and maybe forwarded again
-        session.arrivals.update(forwarded)
-        session.joined_by_trace.extend(forwarded)
-        session.size += ARRIVAL_OVERHEAD * len(forwarded)
+        session.handed = self.revisions.handed_over(key)
+        if (handed := session.handed) is not None:  # forwarded ones, for the next changelog too
+            session.joined_by_trace.extend(handed.joined_by_trace)
+            session.size += ARRIVAL_OVERHEAD * len(handed.joined_by_trace)
         return session
 
     def _absorb(

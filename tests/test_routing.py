@@ -512,11 +512,9 @@ def handed_over(first: Member, to: Member) -> None:
     asyncio.run(changelog(to, read_tail).restore({(OBSERVATIONS, 1)}))
 
 
-def test_spans_forwarded_again_when_both_partitions_moved_are_known_from_the_changelog():
-    """The conversation's session was published and its observations committed; its trace's
-    link was not (the trace still active). Both partitions move: the trace's next owner forwards
-    the keyless span again, and the conversation's next owner, holding no copy of the session,
-    recognises it by the changelog record the first owner wrote."""
+def conv_a_with_a_forwarded_span() -> tuple[Routing, Member, list[ObservationRecord]]:
+    """A first member closed conv-a, its keyless tool span forwarded into it: partition 1 holds
+    the conversation's record at offset 1 and the forwarded one at 2."""
     routing = Routing()
     routing.pipeline.accept_spans(spans(chat_span("conv-a")))
     [(_, by_conversation), (_, link)] = routing.queued()
@@ -534,6 +532,15 @@ def test_spans_forwarded_again_when_both_partitions_moved_are_known_from_the_cha
     [(_, forwarded)] = first.published
     asyncio.run(first.take(forwarded, 1, 2))
     closes_conv_a_with_its_tool_span(first, 10)
+    return routing, first, [by_conversation, forwarded]
+
+
+def test_spans_forwarded_again_when_both_partitions_moved_are_known_from_the_changelog():
+    """The conversation's session was published and its observations committed; its trace's
+    link was not (the trace still active). Both partitions move: the trace's next owner forwards
+    the keyless span again, and the conversation's next owner, holding no copy of the session,
+    recognises it by the changelog record the first owner wrote."""
+    routing, first, [_, forwarded] = conv_a_with_a_forwarded_span()
     [published] = first.built.sessions
     second = Member()
     handed_over(first, second)
@@ -553,6 +560,21 @@ def test_spans_forwarded_again_when_both_partitions_moved_are_known_from_the_cha
     assert continued.revision > published.revision and continued.truncated
     kinds = [o.kind.value for o in second.built.pending[0].closed.state.observations]
     assert kinds == ["llm_call"]  # the new turn's, not the tool span again
+
+
+def test_a_replay_of_a_handed_over_revision_is_rebuilt_whole_and_keeps_its_number():
+    """The same two partitions move with nothing committed: the conversation's next owner
+    replays its observations at their own offsets, the forwarded span included."""
+    _, first, [by_conversation, forwarded] = conv_a_with_a_forwarded_span()
+    [published] = first.built.sessions
+    second = Member()
+    handed_over(first, second)
+    asyncio.run(second.take(by_conversation, 1, 1))
+    asyncio.run(second.take(forwarded, 1, 2))
+    assert second.metrics.observations_redelivered._value.get() == 0
+    closes_conv_a_with_its_tool_span(second, 10)
+    [copy] = second.built.sessions
+    assert copy.revision == published.revision  # downstream counts it once
 
 
 def test_an_observation_has_the_same_arrival_identity_in_every_member_process():
