@@ -203,19 +203,25 @@ async def test_the_judged_part_after_the_checks_part_sends_only_the_metrics(rece
     assert names == [r.check for r in record.results()] + ["turn_relevancy", "knowledge_retention"]
 
 
+async def sent_through(receiver: LogsReceiver, record: ScoreRecord, deliveries: int = 1):
+    """The record delivered `deliveries` times to a new sender, drained, the receiver closed."""
+    try:
+        registry = CollectorRegistry()
+        events = events_for(receiver.url, registry)
+        for _ in range(deliveries):
+            await events.handle("turnwatch.scores", record)
+        await events.drain(30)
+    finally:
+        receiver.close()
+    return registry
+
+
 async def test_a_refusal_is_counted_and_not_sent_again():
     """A 4xx other than 429 (and a 5xx other than 502-504) is final: the same request would be
     refused again, so it is counted and dropped, in one request and no retry."""
     refusing = LogsReceiver(status=400)
-    try:
-        registry = CollectorRegistry()
-        events = events_for(refusing.url, registry)
-        record = record_with_metrics()
-        await events.handle("turnwatch.scores", record)
-        await events.drain(10)
-        await events.handle("turnwatch.scores", record)  # settled here: not tried again
-    finally:
-        refusing.close()
+    record = record_with_metrics()
+    registry = await sent_through(refusing, record, deliveries=2)
 
     expected = expected_events(record)
     assert refusing.requests == [(400, expected)]
@@ -226,14 +232,8 @@ async def test_a_refusal_is_counted_and_not_sent_again():
 async def test_a_retryable_answer_is_sent_again_until_the_backend_accepts_it():
     # 503 and 429 are the OTLP specification's "try again later".
     flaky = LogsReceiver(answers=(503, 429))
-    try:
-        registry = CollectorRegistry()
-        events = events_for(flaky.url, registry)
-        record = record_with_metrics()
-        await events.handle("turnwatch.scores", record)
-        await events.drain(30)
-    finally:
-        flaky.close()
+    record = record_with_metrics()
+    registry = await sent_through(flaky, record)
 
     expected = expected_events(record)
     assert flaky.requests == [(503, expected), (429, expected), (200, expected)]

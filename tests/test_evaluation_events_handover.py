@@ -15,13 +15,16 @@ events; every result of every record is accepted exactly once over the two backe
 
 from __future__ import annotations
 
+import contextlib
 import signal
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
 from turnwatch.exporters.sessions.database import PostgresDatabase
 
 from tests.exporter_hold import HOLD_PREFIX
+from tests.serve_process import ServeProcess
 from tests.test_evaluation_events import LogsReceiver
 from tests.test_evaluation_handover import receivers  # noqa: F401 (a fixture)
 from tests.test_exporter import score_record
@@ -77,6 +80,39 @@ def all_sent_and_marked(leaving, receiver: LogsReceiver, marks: PostgresDatabase
     return handled == taken * EVENTS_PER_RECORD and received <= marked
 
 
+@dataclass
+class Handover:
+    """An exporter process sending to the first receiver and a member here sending to the next,
+    over one PostgreSQL session store, both owning partitions."""
+
+    publisher: Publisher
+    leaving: ServeProcess
+    staying: Member
+    marks: PostgresDatabase
+
+
+@contextlib.contextmanager
+def handover(tmp_path, bootstrap: str, database, backends) -> Iterator[Handover]:
+    server, store = database
+    first_receiver, next_receiver = backends
+    marks = PostgresDatabase(server.dsn)
+    publisher = Publisher(bootstrap)
+    leaving = exporter_process(
+        bootstrap, tmp_path / "leaving", {**store, **events_to(first_receiver)}
+    )
+    members: list[Member] = []
+    try:
+        to_next = events_to(next_receiver)
+        members.append(
+            Member(bootstrap, tmp_path, tmp_path / "cases", "staying", **store, **to_next)
+        )
+        share_partitions(publisher, leaving, members[0])
+        yield Handover(publisher, leaving, members[0], marks)
+    finally:
+        close_all(publisher, members, leaving)
+        marks.close()
+
+
 @pytest.mark.slow  # a broker, PostgreSQL, an exporter process and an exporter member
 @LEAVES
 def test_events_a_leaving_member_sent_are_not_sent_again_by_the_next_owner(
@@ -87,17 +123,10 @@ def test_events_a_leaving_member_sent_are_not_sent_again_by_the_next_owner(
     receivers,  # noqa: F811 (the fixture)
     leave,
 ):
-    server, store = postgres
     first_receiver, next_receiver = receivers
-    marks = PostgresDatabase(server.dsn)
-    publisher = Publisher(broker)
-    leaving = exporter_process(broker, tmp_path / "leaving", {**store, **events_to(first_receiver)})
-    members: list[Member] = []
-    try:
-        to_next = events_to(next_receiver)
-        members.append(Member(broker, tmp_path, tmp_path / "cases", "staying", **store, **to_next))
-        staying = members[0]
-        share_partitions(publisher, leaving, staying)
+    with handover(tmp_path, broker, postgres, receivers) as pair:
+        publisher, leaving, staying, marks = pair.publisher, pair.leaving, pair.staying, pair.marks
+        members = [staying]
         publish_burst(publisher, 40, seed=1)
         eventually(held[0].exists, timeout=60, interval=0.1, what="the process to hold a record")
         eventually(
@@ -134,9 +163,6 @@ def test_events_a_leaving_member_sent_are_not_sent_again_by_the_next_owner(
         # The held record came to the next owner again and was found sent.
         already = staying.value("turnwatch_evaluation_events_total", outcome="already_sent")
         assert already >= EVENTS_PER_RECORD
-    finally:
-        close_all(publisher, members, leaving)
-        marks.close()
 
 
 def outcome_of(counters: dict, outcome: str) -> float:
@@ -159,15 +185,6 @@ def incidents_taken(counters: dict) -> float:
     return counters[("turnwatch_bus_records_consumed_total", labels)]
 
 
-@pytest.fixture
-def stalling() -> Iterator[tuple[LogsReceiver, LogsReceiver]]:
-    """The leaving member's backend (a test makes it answer 503) and the next owner's."""
-    running = (LogsReceiver(), LogsReceiver())
-    yield running
-    for receiver in running:
-        receiver.close()
-
-
 def uids(receiver: LogsReceiver) -> list[str]:
     return [event[UID] for event in list(receiver.accepted)]
 
@@ -177,23 +194,16 @@ def test_events_still_queued_when_a_member_is_killed_are_sent_by_the_next_owner(
     tmp_path,
     broker,  # noqa: F811 (the fixture)
     postgres,  # noqa: F811 (the fixture)
-    stalling,
+    receivers,  # noqa: F811 (the fixture)
 ):
-    server, store = postgres
-    first_receiver, next_receiver = stalling
-    marks = PostgresDatabase(server.dsn)
-    publisher = Publisher(broker)
-    leaving = exporter_process(broker, tmp_path / "leaving", {**store, **events_to(first_receiver)})
-    members: list[Member] = []
-    try:
-        to_next = events_to(next_receiver)
-        members.append(Member(broker, tmp_path, tmp_path / "cases", "staying", **store, **to_next))
-        staying = members[0]
-        share_partitions(publisher, leaving, staying)
+    """The first receiver is the leaving process's backend; it stalls (answers 503)."""
+    first_receiver, next_receiver = receivers
+    with handover(tmp_path, broker, postgres, receivers) as pair:
+        leaving, staying, publisher = pair.leaving, pair.staying, pair.publisher
 
         def leaving_settled() -> bool:
             queued = leaving.metric("turnwatch_evaluation_events_queued")
-            marked = set(marks.execute("SELECT session_id, revision, part FROM sent_events"))
+            marked = set(pair.marks.execute("SELECT session_id, revision, part FROM sent_events"))
             return queued == 0 and {part_of(e) for e in list(first_receiver.accepted)} <= marked
 
         # Nothing half sent before the stall: a part accepted in part would come twice.
@@ -271,6 +281,3 @@ def test_events_still_queued_when_a_member_is_killed_are_sent_by_the_next_owner(
             next_receiver.accepted
         )
         assert staying.value("turnwatch_evaluation_events_total", outcome="refused") == 0
-    finally:
-        close_all(publisher, members, leaving)
-        marks.close()

@@ -176,7 +176,8 @@ class Consumer:
     """Finishes the role's work in progress at shutdown, within the seconds given (the scorer's:
     the sessions still being judged, whose judged parts it publishes)."""
     ledger: OffsetLedger | None = None
-    """Set when the handler holds records past its return (the sessionizer's observations)."""
+    """Set when the handler holds records past its return (the sessionizer's observations, the
+    exporter's score records until their evaluation events are settled)."""
     background: tuple[Callable[[], Awaitable[None]], ...] = ()
     """Tasks that run while the role consumes (the sessionizer's sweeper and handoff)."""
     close: Callable[[], None] | None = None
