@@ -363,7 +363,9 @@ class EvaluationEvents:
         again, however long that takes: its records stay held, and the queue fills behind it
         until the handler waits."""
         while True:
-            outcome = await retry(lambda: self._post(client, batch), BACKOFF, log, "events")
+            outcome = await retry(
+                lambda: self._post(client, batch), BACKOFF, log, "evaluation events"
+            )
             if not isinstance(outcome, Retryable):
                 return outcome
             await asyncio.sleep(BACKOFF.longest_wait)

@@ -281,3 +281,7 @@ def test_events_still_queued_when_a_member_is_killed_are_sent_by_the_next_owner(
             next_receiver.accepted
         )
         assert staying.value("turnwatch_evaluation_events_total", outcome="refused") == 0
+        # The counts stay exact: the records replayed past the held ones are claimed already.
+        left_exported = counters[("turnwatch_exporter_records_total", OUTCOME_EXPORTED)]
+        assert left_exported + staying.exported() == published(publisher)
+        assert staying.value("turnwatch_exporter_records_total", outcome="duplicate") >= 1
