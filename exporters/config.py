@@ -20,7 +20,9 @@ class EvaluationEventsConfig(Section):
     )
     timeout_seconds: float = Field(default=10.0, gt=0, le=60, description="Deadline per request.")
     max_queued_events: int = Field(
-        default=10_000, gt=0, description="Events waiting to be sent; more are dropped, counted."
+        default=10_000,
+        gt=0,
+        description="Events waiting to be sent; when that many wait, the handler waits for room.",
     )
     max_batch: int = Field(default=512, gt=0, le=10_000, description="Events per request.")
     dedupe_entries: int = Field(

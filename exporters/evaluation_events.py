@@ -9,10 +9,26 @@ level). Ids are the keyed ones of the records: nothing here links back to a raw 
 
 The request is built with the OTLP protobuf messages and posted with httpx rather than through
 the SDK's logs API, which changed shape across the SDK versions turnwatch supports. Sending runs
-in one background task: the bus handler only queues, the queue is bounded (overflow counted as
-`queue_full`), every request has a deadline, and a failed request is counted and not retried
-(the records stay on `turnwatch.scores` for a replay). Each part of a revision is sent once
-per process, however often the bus delivers it.
+in one background task beside the bus handler, which queues; the queue is bounded and a handler
+that finds it full waits for room (back-pressure onto the consumer, never a drop), and every
+request has a deadline. Each part of a revision is sent once per process, however often the bus
+delivers it.
+
+Nothing accepted is lost: on Kafka the exporter consumer has an `OffsetLedger`, and a score
+record is held there (as the sessionizer holds observations) from the moment its events are
+queued until every part it produced is settled: accepted by the backend and marked sent, or
+refused for good and counted. The bus commits no offset at or above a held record, so a member
+killed with events queued, or in flight, leaves those records to the partition's next owner,
+which sends them. What a backend's answer means follows the OTLP/HTTP specification: 429, 502,
+503 and 504 (Retry-After honoured) and no answer at all are sent again, with backoff, for as
+long as they last (the record stays held; the queue fills; the handler waits); any other 4xx or
+5xx is refused for good: counted as `refused`, not sent again by this process, and not marked,
+so a record redelivered to another member tries once more. Why drop a refusal rather than
+retry it: the same bytes get the same answer (a malformed or oversized request, a wrong token),
+and retrying it forever would stall every other record of the partition behind it; the
+specification forbids the retry for the same reason. The embedded bus takes no ledger (one
+process, an in-memory or spooled queue whose record is acknowledged once the handler returned):
+there a kill loses what was queued, a shutdown counts it (`unsent_at_shutdown`).
 
 Across exporter members (a record redelivered to a partition's next owner after a kill or a
 revocation) two things make the events come out once. Every event has a deterministic identity,
@@ -41,14 +57,17 @@ import httpx
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Gauge
 from turnwatch.exporters.config import EvaluationEventsConfig
+from turnwatch.exporters.score_exporter import parts_of
 from turnwatch.exporters.sessions.claims import PartKey, SentMarks
 
 from turnwatch import __version__
+from turnwatch.bus.ledger import OffsetLedger, Position
 from turnwatch.bus.records import ExporterRecord, Output
+from turnwatch.retry import Backoff, Retryable, retry, retry_after
 from turnwatch.revisions import SeenRevisions
-from turnwatch.scores import CheckResult, Part, Score, ScoreRecord, Status
+from turnwatch.scores import CheckResult, Score, ScoreRecord, Status
 
 log = logging.getLogger("turnwatch.exporters.evaluation_events")
 
@@ -59,7 +78,12 @@ Event = dict[str, Attribute | None]
 """An event's attributes; None values are left out."""
 EVENT_IDS = uuid.UUID("5d1c3a52-7e0b-4c4e-9a51-2f6c1b0e7d93")
 """The namespace of the events' name-based (version 5) ids."""
-OUTCOMES = ("exported", "failed", "queue_full", "already_sent")
+OUTCOMES = ("exported", "refused", "already_sent", "unsent_at_shutdown")
+RETRY_REASONS = ("status", "transport")
+RETRYABLE_STATUS = frozenset({429, 502, 503, 504})
+"""The OTLP/HTTP specification's retryable answers; it forbids retrying any other 4xx or 5xx."""
+BACKOFF = Backoff(retries=5, first_delay=0.5, longest_wait=30.0)
+"""One round of retries (about 8-15 s); after it, another round every 30 s while it lasts."""
 
 
 def event_id(record: ScoreRecord, event: Event) -> str:
@@ -158,9 +182,21 @@ class EvaluationMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.events = Counter(
             "turnwatch_evaluation_events_total",
-            "gen_ai.evaluation.result events, by outcome (exported, failed, queue_full, "
-            "already_sent).",
+            "gen_ai.evaluation.result events, by outcome (exported, refused, already_sent, "
+            "unsent_at_shutdown).",
             ["outcome"],
+            registry=registry,
+        )
+        self.retries = Counter(
+            "turnwatch_evaluation_request_retries_total",
+            "Evaluation event requests sent again, by reason (status: 429, 502, 503 or 504; "
+            "transport: no answer in time or no connection).",
+            ["reason"],
+            registry=registry,
+        )
+        self.queued = Gauge(
+            "turnwatch_evaluation_events_queued",
+            "Evaluation events waiting to be sent or being sent.",
             registry=registry,
         )
         self.mark_failures = Counter(
@@ -180,24 +216,39 @@ class EvaluationEvents:
         config: EvaluationEventsConfig,
         registry: CollectorRegistry,
         marks: SentMarks | None = None,
+        ledger: OffsetLedger | None = None,
     ) -> None:
         """`marks`, the session store's sent marks when it is on: which parts another member
-        (or this one before a restart) already sent."""
+        (or this one before a restart) already sent. `ledger`, the exporter consumer's on
+        Kafka: each record is held there until its events are settled."""
         assert config.endpoint is not None, "built only when an endpoint is configured"
         self.config = config
         self.endpoint = config.endpoint
         self.marks = marks
+        self.ledger = ledger
         self.metrics = EvaluationMetrics(registry)
         for outcome in OUTCOMES:
             self.metrics.events.labels(outcome)
+        for reason in RETRY_REASONS:
+            self.metrics.retries.labels(reason)
         for step in ("read", "mark"):
             self.metrics.mark_failures.labels(step)
         self.revisions = SeenRevisions(config.dedupe_entries)
+        """Parts settled here (accepted, refused or found marked): not sent again."""
         self.queue: deque[tuple[PartKey, LogRecord]] = deque()
         self.unsent = Tally[PartKey]()
-        """Events of each part queued or being sent; a part is marked when it reaches 0."""
-        self.lost: set[PartKey] = set()
-        """Parts with an event dropped or refused: never marked, so a redelivery sends them."""
+        """Events of each part not settled yet (waiting for room, queued or being sent); the
+        part is settled when it reaches 0."""
+        self.refused: set[PartKey] = set()
+        """Parts with an event refused: settled but never marked, so a redelivery elsewhere
+        tries them again."""
+        self.holders: dict[PartKey, list[Position]] = {}
+        """The deliveries of each unsettled part held in the ledger, released when it settles."""
+        self.room = asyncio.Event()
+        """Set while the queue has room; the handler waits on it (back-pressure)."""
+        self.room.set()
+        self.closed = False
+        """Set at shutdown once the sender stopped: what comes after is left to the next owner."""
         self.wake = asyncio.Event()
         self.idle = asyncio.Event()
         """Set while nothing is queued or being sent."""
@@ -209,32 +260,57 @@ class EvaluationEvents:
     async def handle(self, topic: str, record: ExporterRecord) -> Sequence[Output]:
         if not isinstance(record, ScoreRecord):
             return ()
-        checks = record.part is not Part.JUDGED and self.revisions.first_time(
-            record.session_id, record.revision, "checks"
-        )
-        judged = record.part is not Part.CHECKS and self.revisions.first_time(
-            record.session_id, record.revision, "judged"
-        )
-        events = record_events(record, checks, judged)
+        position = self.ledger.in_hand() if self.ledger is not None else None
+        wanted: set[str] = set()
+        for part in parts_of(record):
+            key = (record.session_id, record.revision, part)
+            if key in self.unsent:
+                self._hold(key, position)  # still being sent here: released with it
+            elif not self.revisions.seen(*key):
+                wanted.add(part)
+        events = record_events(record, "checks" in wanted, "judged" in wanted)
         sent = await self._sent(record) if events else frozenset()
+        by_part: dict[PartKey, list[LogRecord]] = {}
         for part, event in events:
             key = (record.session_id, record.revision, part)
             if part in sent:
                 self.metrics.events.labels("already_sent").inc()
-            elif len(self.queue) >= self.config.max_queued_events:
-                self.metrics.events.labels("queue_full").inc()
-                self.lost.add(key)
             else:
-                self.queue.append((key, event))
-                self.unsent[key] += 1
-        # A part none of whose events were queued is never marked anyway.
-        self.lost.intersection_update(self.unsent)
-        if self.queue:
+                by_part.setdefault(key, []).append(event)
+        for part in wanted:
+            key = (record.session_id, record.revision, part)
+            if key not in by_part:
+                self.revisions.add(*key)  # found marked, or no events to send
+        for key, part_events in by_part.items():
+            self._hold(key, position)
+            if self.closed:
+                self.metrics.events.labels("unsent_at_shutdown").inc(len(part_events))
+                continue
+            # Counted in full before the first is queued: a part settles only once all are.
+            self.unsent[key] += len(part_events)
+            self.metrics.queued.inc(len(part_events))
+            await self._enqueue(key, part_events)
+        return ()
+
+    def _hold(self, key: PartKey, position: Position | None) -> None:
+        if position is not None and self.ledger is not None:
+            self.ledger.hold(position)
+            self.holders.setdefault(key, []).append(position)
+
+    async def _enqueue(self, key: PartKey, events: list[LogRecord]) -> None:
+        """Queue the events, waiting while the queue is full. A shutdown meanwhile leaves the
+        rest (counted by `drain`) to the next owner: the record stays held."""
+        for event in events:
+            while len(self.queue) >= self.config.max_queued_events and not self.closed:
+                self.room.clear()
+                await self.room.wait()
+            if self.closed:
+                return
+            self.queue.append((key, event))
             self.idle.clear()
             if self.sender is None or self.sender.done():
                 self.sender = asyncio.create_task(self._send_forever())
             self.wake.set()
-        return ()
 
     async def _sent(self, record: ScoreRecord) -> frozenset[str]:
         """The record's parts the store marks sent; none when it cannot be read (the events
@@ -262,20 +338,39 @@ class EvaluationEvents:
 
     async def _send_batch(self, client: httpx.AsyncClient) -> None:
         batch = [self.queue.popleft() for _ in range(min(len(self.queue), self.config.max_batch))]
-        ok = await self._post(client, [event for _, event in batch])
-        self.metrics.events.labels("exported" if ok else "failed").inc(len(batch))
-        done: set[PartKey] = set()
+        self.room.set()
+        accepted = await self._deliver(client, [event for _, event in batch])
+        self.metrics.events.labels("exported" if accepted else "refused").inc(len(batch))
+        settled: set[PartKey] = set()
         for key, _ in batch:
-            if not ok:
-                self.lost.add(key)
+            if not accepted:
+                self.refused.add(key)
             self.unsent[key] -= 1
             if self.unsent[key] == 0:
                 del self.unsent[key]
-                done.add(key)
-        await self._mark(done - self.lost)
-        self.lost -= done
+                settled.add(key)
+                self.revisions.add(*key)
+        self.metrics.queued.dec(len(batch))
+        await self._mark(settled - self.refused)
+        self.refused -= settled
+        if self.ledger is not None:
+            for key in settled:
+                self.ledger.release(self.holders.pop(key, ()))
 
-    async def _post(self, client: httpx.AsyncClient, batch: list[LogRecord]) -> bool:
+    async def _deliver(self, client: httpx.AsyncClient, batch: list[LogRecord]) -> bool:
+        """Post until the backend answers for good: True accepted, False refused. Unreachable
+        or asking for a retry (the OTLP specification's retryable answers), the batch is sent
+        again, however long that takes: its records stay held, and the queue fills behind it
+        until the handler waits."""
+        while True:
+            outcome = await retry(
+                lambda: self._post(client, batch), BACKOFF, log, "evaluation events"
+            )
+            if not isinstance(outcome, Retryable):
+                return outcome
+            await asyncio.sleep(BACKOFF.longest_wait)
+
+    async def _post(self, client: httpx.AsyncClient, batch: list[LogRecord]) -> bool | Retryable:
         request = ExportLogsServiceRequest()
         resource_logs = request.resource_logs.add()
         resource_logs.resource.attributes.extend(self.resource)
@@ -288,14 +383,18 @@ class EvaluationEvents:
             answer = await client.post(
                 self.endpoint, content=request.SerializeToString(), headers=headers
             )
-            ok = answer.status_code < 300
         except httpx.HTTPError as exc:
+            self.metrics.retries.labels("transport").inc()
             log.warning("evaluation events not sent", extra={"error": type(exc).__name__})
-            ok = False
-        else:
-            if not ok:
-                log.warning("evaluation events refused", extra={"status": answer.status_code})
-        return ok
+            return Retryable("transport")
+        if answer.status_code < 300:
+            return True
+        if answer.status_code in RETRYABLE_STATUS:
+            self.metrics.retries.labels("status").inc()
+            log.warning("evaluation events deferred", extra={"status": answer.status_code})
+            return Retryable("status", retry_after(answer))
+        log.warning("evaluation events refused", extra={"status": answer.status_code})
+        return False
 
     async def _mark(self, parts: set[PartKey]) -> None:
         """Mark the parts whose every event was accepted; if the store fails they stay
@@ -312,19 +411,23 @@ class EvaluationEvents:
             )
 
     async def drain(self, timeout: float) -> None:
-        """At shutdown: send what is queued, within `timeout`, then stop the sender."""
-        if self.sender is None:
-            return
-        try:
-            await asyncio.wait_for(self.idle.wait(), timeout)
-        except TimeoutError:
-            log.warning("evaluation events not all sent at shutdown")
-        self.sender.cancel()
-        await asyncio.gather(self.sender, return_exceptions=True)
-        self.sender = None
-        # What is still queued after the deadline is not sent: count it.
-        if self.queue:
-            self.metrics.events.labels("failed").inc(len(self.queue))
-            self.queue.clear()
-            self.unsent.clear()
-            self.lost.clear()
+        """At shutdown: send what is queued, within `timeout`, then stop the sender. What is
+        left is counted; its records stay held (not committed), so the next owner sends it."""
+        if self.sender is not None:
+            try:
+                await asyncio.wait_for(self.idle.wait(), timeout)
+            except TimeoutError:
+                log.warning("evaluation events not all sent at shutdown")
+            self.sender.cancel()
+            await asyncio.gather(self.sender, return_exceptions=True)
+            self.sender = None
+        self.closed = True
+        self.room.set()
+        left = sum(self.unsent.values())
+        if left:
+            self.metrics.events.labels("unsent_at_shutdown").inc(left)
+        self.queue.clear()
+        self.unsent.clear()
+        self.refused.clear()
+        self.holders.clear()
+        self.metrics.queued.set(0)

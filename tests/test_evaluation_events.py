@@ -1,11 +1,14 @@
 """Score records as `gen_ai.evaluation.result` events over OTLP/HTTP, into a loopback OTLP logs
 receiver that decodes the protobuf requests: one event per check result and judge metric, each
-part of a revision sent once however often it is delivered, failures and overflow counted."""
+part of a revision sent once however often it is delivered; refusals counted, retryable answers
+sent again, a full queue waited on."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -22,10 +25,24 @@ from turnwatch.scores import Part, Score, ScoreRecord
 
 
 class LogsReceiver:
-    """OTLP/HTTP `/v1/logs`: protobuf requests decoded into (resource, scope, attributes)."""
+    """OTLP/HTTP `/v1/logs`: protobuf requests decoded into (resource, scope, attributes).
 
-    def __init__(self, status: int = 200) -> None:
+    It answers `status` (which a test may change), or first the `answers` given, one per
+    request; with a `gate`, no request is answered before the gate is set (a stalled backend).
+    `events` holds every event received, `accepted` those of requests answered 2xx."""
+
+    def __init__(
+        self,
+        status: int = 200,
+        answers: Iterable[int] = (),
+        gate: threading.Event | None = None,
+    ) -> None:
+        self.status = status
+        self.answers = deque(answers)
         self.events: list[dict] = []
+        self.accepted: list[dict] = []
+        self.requests: list[tuple[int, int]] = []
+        """(status answered, events in the request), in order."""
         self.resources: list[dict] = []
         self.headers: list[dict] = []
         receiver = self
@@ -40,6 +57,7 @@ class LogsReceiver:
                 assert self.headers["content-type"] == "application/x-protobuf"
                 request = ExportLogsServiceRequest.FromString(body)
                 receiver.headers.append(dict(self.headers))
+                events = []
                 for resource_logs in request.resource_logs:
                     receiver.resources.append(_flat(resource_logs.resource.attributes))
                     for scope_logs in resource_logs.scope_logs:
@@ -47,7 +65,14 @@ class LogsReceiver:
                             event = _flat(record.attributes)
                             event["_event_name"] = record.event_name
                             event["_scope"] = scope_logs.scope.name
-                            receiver.events.append(event)
+                            events.append(event)
+                if gate is not None:
+                    gate.wait()
+                status = receiver.answers.popleft() if receiver.answers else receiver.status
+                receiver.events.extend(events)
+                if status < 300:
+                    receiver.accepted.extend(events)
+                receiver.requests.append((status, len(events)))
                 self.send_response(status)
                 self.send_header("content-length", "0")
                 self.end_headers()
@@ -58,6 +83,10 @@ class LogsReceiver:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1/logs"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def _flat(attributes) -> dict:
@@ -85,19 +114,35 @@ def record_with_metrics() -> ScoreRecord:
     return scored(failing("sess-eval-1"), metrics=[relevancy(0.75), unjudged])
 
 
+OUTCOMES = ("exported", "refused", "already_sent", "unsent_at_shutdown")
+
+
 def counted(registry: CollectorRegistry) -> dict[str, float]:
     return {
         outcome: registry.get_sample_value(
             "turnwatch_evaluation_events_total", {"outcome": outcome}
         )
         or 0.0
-        for outcome in ("exported", "failed", "queue_full")
+        for outcome in OUTCOMES
     }
+
+
+def retries(registry: CollectorRegistry, reason: str) -> float:
+    labels = {"reason": reason}
+    return registry.get_sample_value("turnwatch_evaluation_request_retries_total", labels) or 0.0
+
+
+def outcomes(**values: float) -> dict[str, float]:
+    return {outcome: values.get(outcome, 0.0) for outcome in OUTCOMES}
 
 
 def events_for(url: str, registry: CollectorRegistry, **overrides) -> EvaluationEvents:
     config = EvaluationEventsConfig(endpoint=url, headers={"x-api-key": "k-123"}, **overrides)
     return EvaluationEvents(config, registry)
+
+
+def expected_events(record: ScoreRecord) -> int:
+    return len(list(record.results())) + len(record.metrics)
 
 
 async def test_each_result_is_one_event_and_a_redelivery_sends_nothing_more(receiver):
@@ -112,7 +157,7 @@ async def test_each_result_is_one_event_and_a_redelivery_sends_nothing_more(rece
 
     expected = len(results) + 2
     assert len(receiver.events) == expected
-    assert counted(registry) == {"exported": expected, "failed": 0, "queue_full": 0}
+    assert counted(registry) == outcomes(exported=expected)
     assert receiver.resources[0]["service.name"] == "turnwatch"
     assert receiver.headers[0]["x-api-key"] == "k-123"
     assert {e["_event_name"] for e in receiver.events} == {EVENT_NAME}
@@ -158,33 +203,92 @@ async def test_the_judged_part_after_the_checks_part_sends_only_the_metrics(rece
     assert names == [r.check for r in record.results()] + ["turn_relevancy", "knowledge_retention"]
 
 
-async def test_a_refusing_or_absent_backend_is_counted_as_failed():
-    refusing = LogsReceiver(status=503)
+async def sent_through(receiver: LogsReceiver, record: ScoreRecord, deliveries: int = 1):
+    """The record delivered `deliveries` times to a new sender, drained, the receiver closed."""
     try:
-        for url in (refusing.url, "http://127.0.0.1:9/v1/logs"):
-            registry = CollectorRegistry()
-            events = events_for(url, registry, timeout_seconds=2)
-            record = record_with_metrics()
+        registry = CollectorRegistry()
+        events = events_for(receiver.url, registry)
+        for _ in range(deliveries):
             await events.handle("turnwatch.scores", record)
-            await events.drain(10)
-            expected = len(list(record.results())) + 2
-            assert counted(registry) == {"exported": 0, "failed": expected, "queue_full": 0}
+        await events.drain(30)
     finally:
-        refusing.server.shutdown()
-        refusing.server.server_close()
+        receiver.close()
+    return registry
 
 
-async def test_events_past_the_queue_bound_are_dropped_and_counted(receiver):
+async def test_a_refusal_is_counted_and_not_sent_again():
+    """A 4xx other than 429 (and a 5xx other than 502-504) is final: the same request would be
+    refused again, so it is counted and dropped, in one request and no retry."""
+    refusing = LogsReceiver(status=400)
+    record = record_with_metrics()
+    registry = await sent_through(refusing, record, deliveries=2)
+
+    expected = expected_events(record)
+    assert refusing.requests == [(400, expected)]
+    assert counted(registry) == outcomes(refused=expected)
+    assert retries(registry, "status") == 0 == retries(registry, "transport")
+
+
+async def test_a_retryable_answer_is_sent_again_until_the_backend_accepts_it():
+    # 503 and 429 are the OTLP specification's "try again later".
+    flaky = LogsReceiver(answers=(503, 429))
+    record = record_with_metrics()
+    registry = await sent_through(flaky, record)
+
+    expected = expected_events(record)
+    assert flaky.requests == [(503, expected), (429, expected), (200, expected)]
+    assert len(flaky.accepted) == expected
+    assert counted(registry) == outcomes(exported=expected)
+    assert retries(registry, "status") == 2
+
+
+async def test_an_unreachable_backend_is_retried_and_what_is_left_at_shutdown_is_counted():
     registry = CollectorRegistry()
-    events = events_for(receiver.url, registry, max_queued_events=3)
+    events = events_for("http://127.0.0.1:9/v1/logs", registry, timeout_seconds=2)
     record = record_with_metrics()
 
     await events.handle("turnwatch.scores", record)
-    await events.drain(10)
+    await events.drain(1.5)
+    await events.handle("turnwatch.scores", record.model_copy(update={"revision": 2}))
 
-    dropped = len(list(record.results())) + 2 - 3
-    assert counted(registry) == {"exported": 3, "failed": 0, "queue_full": dropped}
-    assert len(receiver.events) == 3
+    # Nothing is dropped while it retries; at shutdown both records' events are counted unsent.
+    assert counted(registry) == outcomes(unsent_at_shutdown=2 * expected_events(record))
+    assert retries(registry, "transport") >= 1
+    assert registry.get_sample_value("turnwatch_evaluation_events_queued") == 0
+
+
+async def test_a_full_queue_makes_the_handler_wait_and_nothing_is_dropped():
+    gate = threading.Event()
+    stalled = LogsReceiver(gate=gate)
+    try:
+        registry = CollectorRegistry()
+        events = events_for(stalled.url, registry, max_queued_events=3, max_batch=3)
+        record = record_with_metrics()
+        expected = expected_events(record)
+        assert expected > 6  # one request in flight, a full queue, and more waiting
+        handling = asyncio.create_task(events.handle("turnwatch.scores", record))
+        await eventually_async(lambda: len(events.queue) == 3 and len(stalled.headers) == 1)
+        assert not handling.done()  # the backend holds the first request: the handler waits
+        # The checks part is taken in full; the judged part waits its turn.
+        checks = len(list(record.results()))
+        assert registry.get_sample_value("turnwatch_evaluation_events_queued") == checks
+        gate.set()
+        await handling
+        await events.drain(10)
+    finally:
+        gate.set()
+        stalled.close()
+
+    assert len(stalled.accepted) == expected
+    assert max(size for _, size in stalled.requests) == 3
+    assert counted(registry) == outcomes(exported=expected)
+
+
+async def eventually_async(condition, timeout: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.02)
 
 
 def test_the_exporter_role_sends_events_only_when_an_endpoint_is_set(tmp_path):

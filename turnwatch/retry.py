@@ -7,11 +7,15 @@ long to wait and when to give up, so any outbound call can share it.
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
+
+import httpx
 
 T = TypeVar("T")
 
@@ -62,3 +66,19 @@ async def retry(
         retry_number += 1
         log.info(f"{what} retry", extra={"reason": outcome.reason, "attempt": retry_number})
         await sleep(delay)
+
+
+def retry_after(response: httpx.Response) -> float | None:
+    """The seconds a response's Retry-After asks for (delay-seconds or an HTTP date), if any."""
+    value = response.headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())

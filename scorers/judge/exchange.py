@@ -7,16 +7,14 @@ decides what to count and whether to send again. A 200 answer is validated into
 
 from __future__ import annotations
 
-import email.utils
 import logging
-import time
 from dataclasses import dataclass
 from typing import Literal
 
 import httpx
 from turnwatch.scorers.judge.wire import Completion, NotFinite, completion, loads
 
-from turnwatch.retry import Retryable
+from turnwatch.retry import Retryable, retry_after
 
 log = logging.getLogger(__name__)
 
@@ -88,18 +86,3 @@ async def read_body(response: httpx.Response, max_bytes: int) -> bytes | None:
             return None
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-def retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())

@@ -100,6 +100,8 @@ class Exporters:
     """Sends each result as a `gen_ai.evaluation.result` event, when an endpoint is set."""
     canary: CanaryGate | None = None
     """The online canary gate, when `exporter.canary` is on."""
+    ledger: OffsetLedger | None = None
+    """On Kafka with evaluation events: holds each score record until its events settled."""
 
 
 def contract_lookup(settings: Settings) -> ContractLookup | None:
@@ -139,18 +141,23 @@ def build_exporters(settings: Settings, registry: CollectorRegistry) -> Exporter
         sessions = open_store(settings.session_store, settings.data_dir, metrics)
     scores = ScoreExporter(registry, exporter_config(settings), sessions)
     handlers: list[RecordHandler] = [scores.handle, IncidentHandler(store)]
-    events = None
+    events: EvaluationEvents | None = None
+    ledger: OffsetLedger | None = None
     if settings.exporter.evaluation_events.endpoint is not None:
         marks = None
         if sessions is not None:
             marks = SentMarks(sessions.db, settings.exporter.claim_retention_hours)
-        events = EvaluationEvents(settings.exporter.evaluation_events, registry, marks)
+        # The embedded bus acknowledges a record once its handlers returned: no ledger there.
+        ledger = OffsetLedger() if settings.bus.kafka.bootstrap is not None else None
+        events = EvaluationEvents(settings.exporter.evaluation_events, registry, marks, ledger)
         handlers.append(events.handle)
-    if sessions is None:
-        return Exporters(chain(*handlers), store, events=events, canary=scores.canary)
-    sessions_handler = SessionStoreHandler(sessions)
-    handlers.append(sessions_handler)
-    return Exporters(chain(*handlers), store, sessions, sessions_handler, events, scores.canary)
+    sessions_handler = None
+    if sessions is not None:
+        sessions_handler = SessionStoreHandler(sessions)
+        handlers.append(sessions_handler)
+    return Exporters(
+        chain(*handlers), store, sessions, sessions_handler, events, scores.canary, ledger
+    )
 
 
 @dataclass(frozen=True)
@@ -169,7 +176,8 @@ class Consumer:
     """Finishes the role's work in progress at shutdown, within the seconds given (the scorer's:
     the sessions still being judged, whose judged parts it publishes)."""
     ledger: OffsetLedger | None = None
-    """Set when the handler holds records past its return (the sessionizer's observations)."""
+    """Set when the handler holds records past its return (the sessionizer's observations, the
+    exporter's score records until their evaluation events are settled)."""
     background: tuple[Callable[[], Awaitable[None]], ...] = ()
     """Tasks that run while the role consumes (the sessionizer's sweeper and handoff)."""
     close: Callable[[], None] | None = None
@@ -209,7 +217,16 @@ def build_exporter(context: ServiceContext, tap: RecordHandler | None = None) ->
     canary = exporters.canary
     # Shared windows change with every replica's writes: they are evaluated on a clock.
     background = (canary.evaluate_periodically,) if canary and canary.shared else ()
-    return Consumer("exporter", topics, group, consume, mount, drain=drain, background=background)
+    return Consumer(
+        "exporter",
+        topics,
+        group,
+        consume,
+        mount,
+        drain=drain,
+        ledger=exporters.ledger,
+        background=background,
+    )
 
 
 def mount_exporter_routes(app: FastAPI, settings: Settings, exporters: Exporters) -> None:

@@ -1,7 +1,8 @@
 """Offsets held past their handler: a consumer commits only below the oldest held record.
 
 A handler that buffers (the sessionizer role keeps observations until their session is
-published) holds the record in hand (`hold(in_hand())`, once per holder); the consumer then
+published; the exporter keeps score records until their evaluation events are sent) holds the
+record in hand (`hold(in_hand())`, once per holder); the consumer then
 commits no offset of that partition at or above it until every holder has called `release`.
 A crash or a partition move therefore replays every observation of a session that was not yet
 published, never loses one. A partition this member gains (not one given straight back) is
