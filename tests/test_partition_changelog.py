@@ -13,11 +13,13 @@ import asyncio
 import logging
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
+import orjson
 import pytest
 from kafka import KafkaProducer
 from prometheus_client import CollectorRegistry
-from turnwatch.collector.changelog import PartitionChangelog
+from turnwatch.collector.changelog import MAX_JOINED_BY_TRACE, PartitionChangelog
 from turnwatch.collector.metrics import CollectorMetrics
 from turnwatch.collector.revision_clock import HandedOver, SessionRevisions
 from turnwatch.collector.sealing import Sealer
@@ -261,6 +263,36 @@ def test_a_changelog_that_cannot_be_read_leaves_the_member_as_without_one(caplog
     [logged] = [r for r in caplog.records if r.msg.startswith("changelog unreadable")]
     assert logged.error == "TimeoutError" and logged.partitions == 2
     assert len(links) == 0 and len(revisions) == 0
+
+
+def test_a_conversation_record_naming_too_many_forwarded_spans_is_unreadable():
+    async def unused(topic, key, record) -> None:
+        raise AssertionError("nothing is written on restore")
+
+    sealer = Sealer(SECRET.encode())
+    state = {"key": "svc\x00conv", "revision": 5, "last_arrival": 5, "offsets": {"1": 40}}
+    values = []
+    for joined in (MAX_JOINED_BY_TRACE, MAX_JOINED_BY_TRACE + 1):
+        payload = orjson.dumps({**state, "joined_by_trace": list(range(joined))})
+        sealed = sealer.seal(payload, b"changelog conversation")
+        values.append(ChangelogRecord(kind="conversation", sealed=sealed).model_dump_json())
+
+    async def read_tail(topic: str, partitions: set[int], limit: int) -> list:
+        return [
+            SimpleNamespace(value=v.encode(), partition=1, offset=n) for n, v in enumerate(values)
+        ]
+
+    metrics = CollectorMetrics(CollectorRegistry())
+    revisions = SessionRevisions(10)
+    changelog = PartitionChangelog(
+        sealer, sealer.route_key, OffsetLedger(), unused, revisions, LRU[str, str](10),
+        metrics, read_tail, limit=20, queue_size=10,
+    )  # fmt: skip
+    asyncio.run(changelog.restore({(OBSERVATIONS, 1)}))
+    assert metrics.changelog_restored.labels("unreadable")._value.get() == 1
+    assert metrics.changelog_restored.labels("restored")._value.get() == 1
+    handed = revisions.handed_over("svc\x00conv")
+    assert handed is not None and len(handed.joined_by_trace) == MAX_JOINED_BY_TRACE
 
 
 def test_only_partitions_new_to_a_member_are_restored():
