@@ -26,23 +26,18 @@ as the session holding its call keeps it (the channel's tail, `DeferredContent.r
 keeps no content a session does not, and nothing once the session is gone.
 
 Pure Python (not compiled with mypyc): its classes need weak references. What runs for every
-large span, walking its fields and comparing bytes, is in run_bytes.py, which is compiled.
+large span (walking its fields, comparing bytes, the cache of runs `KNOWN_RUNS`, making the next
+run) is in run_bytes.py, which is compiled.
 """
 
 from __future__ import annotations
 
 import sys
-import threading
-import weakref
 from typing import Any
-
-from turnwatch.collector.run_bytes import chunks_start, extended_chunks, longest_start
 
 RUN_GROWTH = 64
 """A span's run holds at most this many attributes more than the run it begins with: a span
 whose run nobody keeps (a routing collector seals each call and lets it go) walks no more."""
-RUNS_PER_KEY = 8
-MAX_KEYS = 16_384
 RUN_OVERHEAD = 120
 """Memory of a run's own record (measured with tracemalloc), beside its bytes and list."""
 
@@ -106,7 +101,8 @@ class MessageRun:
     on the wire, and the KeyValue encodings of those fields (`items`), each checked as
     `raw_attributes` checks what it keeps undecoded.
 
-    The bytes are a few chunks, each at least twice as long as the next (`extended`): a run that
+    The bytes are a few chunks, each at least twice as long as the next
+    (`run_bytes.extended_chunks`): a run that
     extends another shares all but its last chunks, so making it copies what the span adds (and
     now and then a merge), not the history, and finding it compares a few slices."""
 
@@ -118,58 +114,7 @@ class MessageRun:
         self.items = items
         self.head = head
 
-    def extended(self, added: bytes, items: Any) -> MessageRun:
-        """This run followed by `added`, which `items` (a chain extending this run's) holds."""
-        return MessageRun(extended_chunks(self.chunks, added), items, self.head)
-
-    def starts(self, body: bytes, position: int, end: int) -> bool:
-        """Whether the bytes at `position` (within `end`) begin with this run."""
-        return position + self.size <= end and chunks_start(self.chunks, body, position, end)
-
     def held_bytes(self) -> int:
         """What the run holds beyond its encodings (which the calls' contents hold)."""
         chunks = sum([sys.getsizeof(chunk) for chunk in self.chunks])
         return RUN_OVERHEAD + chunks + sys.getsizeof(self.chunks)
-
-
-class KnownRuns:
-    """The runs of the spans decoded lately, by how they start (thread-safe: the receivers'
-    decoding threads share one)."""
-
-    def __init__(self) -> None:
-        self._runs: dict[tuple[int, int], list[weakref.ref[MessageRun]]] = {}
-        self._lock = threading.Lock()
-
-    def find(self, body: bytes, position: int, end: int, key: tuple[int, int, int]) -> Any:
-        """The longest remembered run under `key` that the bytes at `position` begin with,
-        within `end`; None if there is none."""
-        with self._lock:
-            refs = self._runs.get(key[:2])
-            if refs is None:
-                return None
-            runs = [run for run in [ref() for ref in refs] if run is not None]
-            if len(runs) < len(refs):
-                refs[:] = [weakref.ref(run) for run in runs]
-        return longest_start(runs, body, position, end)
-
-    def remember(self, run: MessageRun, key: tuple[int, int, int]) -> None:
-        """Keep `run` (a weak reference) under `key`, first. The run it extends stays until its
-        holder lets it go: a request decoded twice (a retry) finds it again."""
-        if not key[1] or run.size < key[2]:
-            return
-        with self._lock:
-            refs = self._runs.pop(key[:2], None)
-            if refs is None and len(self._runs) >= MAX_KEYS:
-                del self._runs[next(iter(self._runs))]
-            kept = [weakref.ref(run)]
-            for ref in refs or []:
-                if ref() is not None and len(kept) < RUNS_PER_KEY:
-                    kept.append(ref)
-            self._runs[key[:2]] = kept  # re-inserted: the dict's order is the keys' last use
-
-    def __len__(self) -> int:
-        with self._lock:
-            return sum([ref() is not None for refs in self._runs.values() for ref in refs])
-
-
-KNOWN_RUNS = KnownRuns()

@@ -31,13 +31,6 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1 import trace_pb2
-from turnwatch.collector.message_runs import (
-    KNOWN_RUNS,
-    RUN_GROWTH,
-    InputItems,
-    MessageRun,
-    TextPieces,
-)
 from turnwatch.collector.otlp_common import (
     DecodeLimits,
     DecodeResult,
@@ -49,7 +42,6 @@ from turnwatch.collector.otlp_values import (
     any_value,
     attributes,
     check_raw_attributes,
-    plain_messages,
     raw_attributes,
 )
 from turnwatch.collector.otlp_wire import (
@@ -67,10 +59,13 @@ from turnwatch.collector.otlp_wire import (
 from turnwatch.collector.records import LogView, SpanEvent, SpanView
 from turnwatch.collector.run_bytes import (
     EMPTY_TEXT_FIELD,
+    KNOWN_RUNS,
     TEXT_HEAD,
     TEXT_KEY,
     locate,
+    next_run,
     region,
+    resent_text,
     run_key,
 )
 
@@ -288,71 +283,6 @@ def _span_values(span: SpanView) -> int:
     for event in span.events:
         count += len(event.attributes)
     return count
-
-
-# Where a span's input is compared with runs (its message attributes to the span's end, or
-# GenAI's text), their key prefix, the remembered run it begins with (or None), and how runs
-# there are remembered.
-Found = tuple[int, int, bytes, Any, tuple[int, int, int]]
-
-
-def resent_text(body: bytes, start: int, end: int, known: Any, limit: int) -> str:
-    """The text a span's `gen_ai.input.messages` adds to the known run (a MessageRun) it begins
-    with, checked as `raw_attributes` checks a string (UTF-8, the whole text within the
-    attribute size limit)."""
-    size: int = known.size
-    chars: int = known.items.chars
-    try:
-        text = body[start + size : end].decode()
-    except UnicodeDecodeError as exc:
-        raise Undecodable(UNDECODABLE) from exc
-    if chars + len(text) > limit:
-        raise ItemRejected("attribute_too_large")
-    return text
-
-
-def next_run(body: bytes, found: Found, view: SpanView) -> Any:
-    """The run the span begins its input with, remembered for the spans that follow (None when
-    it has none): the known run it began with (found's, or None) followed by what it added."""
-    start, end, head, known, key = found
-    if not key[1]:
-        return None  # nothing to find it by
-    if head == TEXT_HEAD:
-        return _next_text_run(body, found, view.attributes.get(TEXT_KEY))
-    if known is not None:
-        known_size: int = known.size
-        start += known_size
-    stop, count = plain_messages(body, start, end, head, RUN_GROWTH)
-    if not count:
-        return known
-    kept = view.message_attributes[head.decode()]  # what the span added to `known`'s
-    # Usually the input is nothing but the run: its list then is the run's (neither changes).
-    own = kept if len(kept) == count else kept[:count]
-    added = body[start:stop]
-    if known is not None:
-        run = known.extended(added, InputItems(known.items, own))
-    else:
-        run = MessageRun((added,), InputItems(None, own), head)
-    KNOWN_RUNS.remember(run, key)
-    return run
-
-
-def _next_text_run(body: bytes, found: Found, text: object) -> Any:
-    """GenAI's: the text without its closing bracket; None when it does not end with one
-    (nothing can extend it)."""
-    start, end, head, known, key = found
-    if not isinstance(text, str) or end <= start or body[end - 1] != 0x5D:  # "]"
-        return None
-    if known is None:
-        run = MessageRun((body[start : end - 1],), TextPieces(None, text), head)
-    else:
-        known_size: int = known.size
-        added = body[start + known_size : end - 1]
-        if not added:
-            return known
-        run = known.extended(added, TextPieces(known.items, text))
-    KNOWN_RUNS.remember(run, key)
-    return run
 
 
 def _alone(body: bytes, view: Any, start: int, end: int, limits: DecodeLimits) -> tuple[Any, Any]:

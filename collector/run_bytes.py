@@ -1,16 +1,23 @@
 """Where a span's input messages sit in its encoding, and the comparison of a run's bytes: the
 per-span half of recognising resent history (message_runs.py), compiled with mypyc.
 
-message_runs.py keeps the runs themselves and the cache that holds them weakly (its classes need
-weak references, which mypyc's classes do not support); what runs for every large span, walking
-its fields, hashing where its runs start and comparing their chunks, is here.
+message_runs.py keeps the runs' classes (they need weak references, which mypyc's classes do not
+support); what runs for every large span, walking its fields, hashing where its runs start,
+finding and remembering runs in the cache that holds them weakly (`KNOWN_RUNS`), comparing their
+chunks and making the span's run for the next call (`next_run`), is here.
 """
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any
 
+from turnwatch.collector.message_runs import RUN_GROWTH, InputItems, MessageRun, TextPieces
+from turnwatch.collector.otlp_common import ItemRejected, Undecodable
+from turnwatch.collector.otlp_values import UNDECODABLE, plain_messages
 from turnwatch.collector.otlp_wire import first_attribute, length_at
+from turnwatch.collector.records import SpanView
 
 TEXT_KEY = "gen_ai.input.messages"
 TEXT_HEAD = TEXT_KEY.encode()
@@ -25,6 +32,8 @@ begins with a known run is parsed with in its place, so its attributes keep thei
 SPAN_ATTRIBUTES = 9
 KEY_BYTES = 256
 """Bytes hashed to find the runs a span's input may begin with."""
+RUNS_PER_KEY = 8
+MAX_KEYS = 16_384
 
 
 def text_value(body: bytes, position: int, end: int) -> tuple[int, int, int]:
@@ -136,3 +145,112 @@ def extended_chunks(chunks: tuple[bytes, ...], added: bytes) -> tuple[bytes, ...
         last = merged.pop()
         merged[-1] = merged[-1] + last
     return tuple(merged)
+
+
+# Where a span's input is compared with runs (its message attributes to the span's end, or
+# GenAI's text), their key prefix, the remembered run it begins with (or None), and how runs
+# there are remembered.
+Found = tuple[int, int, bytes, Any, tuple[int, int, int]]
+
+
+def resent_text(body: bytes, start: int, end: int, known: Any, limit: int) -> str:
+    """The text a span's `gen_ai.input.messages` adds to the known run (a MessageRun) it begins
+    with, checked as `raw_attributes` checks a string (UTF-8, the whole text within the
+    attribute size limit)."""
+    size: int = known.size
+    chars: int = known.items.chars
+    try:
+        text = body[start + size : end].decode()
+    except UnicodeDecodeError as exc:
+        raise Undecodable(UNDECODABLE) from exc
+    if chars + len(text) > limit:
+        raise ItemRejected("attribute_too_large")
+    return text
+
+
+def next_run(body: bytes, found: Found, view: SpanView) -> Any:
+    """The run the span begins its input with, remembered for the spans that follow (None when
+    it has none): the known run it began with (found's, or None) followed by what it added."""
+    start, end, head, known, key = found
+    if not key[1]:
+        return None  # nothing to find it by
+    if head == TEXT_HEAD:
+        return _next_text_run(body, found, view.attributes.get(TEXT_KEY))
+    if known is not None:
+        known_size: int = known.size
+        start += known_size
+    stop, count = plain_messages(body, start, end, head, RUN_GROWTH)
+    if not count:
+        return known
+    kept = view.message_attributes[head.decode()]  # what the span added to `known`'s
+    # Usually the input is nothing but the run: its list then is the run's (neither changes).
+    own = kept if len(kept) == count else kept[:count]
+    added = body[start:stop]
+    if known is not None:
+        run = MessageRun(extended_chunks(known.chunks, added), InputItems(known.items, own), head)
+    else:
+        run = MessageRun((added,), InputItems(None, own), head)
+    KNOWN_RUNS.remember(run, key)
+    return run
+
+
+def _next_text_run(body: bytes, found: Found, text: object) -> Any:
+    """GenAI's: the text without its closing bracket; None when it does not end with one
+    (nothing can extend it)."""
+    start, end, head, known, key = found
+    if not isinstance(text, str) or end <= start or body[end - 1] != 0x5D:  # "]"
+        return None
+    if known is None:
+        run = MessageRun((body[start : end - 1],), TextPieces(None, text), head)
+    else:
+        known_size: int = known.size
+        added = body[start + known_size : end - 1]
+        if not added:
+            return known
+        run = MessageRun(extended_chunks(known.chunks, added), TextPieces(known.items, text), head)
+    KNOWN_RUNS.remember(run, key)
+    return run
+
+
+class KnownRuns:
+    """The runs (message_runs.MessageRun) of the spans decoded lately, weakly, by how they start
+    (thread-safe: the receivers' decoding threads share one)."""
+
+    def __init__(self) -> None:
+        self._runs: dict[tuple[int, int], list[weakref.ref[Any]]] = {}
+        self._lock = threading.Lock()
+
+    def find(self, body: bytes, position: int, end: int, key: tuple[int, int, int]) -> Any:
+        """The longest remembered run under `key` that the bytes at `position` begin with,
+        within `end`; None if there is none."""
+        with self._lock:
+            refs = self._runs.get(key[:2])
+            if refs is None:
+                return None
+            runs = [run for run in [ref() for ref in refs] if run is not None]
+            if len(runs) < len(refs):
+                refs[:] = [weakref.ref(run) for run in runs]
+        return longest_start(runs, body, position, end)
+
+    def remember(self, run: Any, key: tuple[int, int, int]) -> None:
+        """Keep `run` (a weak reference) under `key`, first. The run it extends stays until its
+        holder lets it go: a request decoded twice (a retry) finds it again."""
+        size: int = run.size
+        if not key[1] or size < key[2]:
+            return
+        with self._lock:
+            refs = self._runs.pop(key[:2], None)
+            if refs is None and len(self._runs) >= MAX_KEYS:
+                del self._runs[next(iter(self._runs))]
+            kept = [weakref.ref(run)]
+            for ref in refs or []:
+                if ref() is not None and len(kept) < RUNS_PER_KEY:
+                    kept.append(ref)
+            self._runs[key[:2]] = kept  # re-inserted: the dict's order is the keys' last use
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum([ref() is not None for refs in self._runs.values() for ref in refs])
+
+
+KNOWN_RUNS = KnownRuns()

@@ -18,11 +18,11 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from turnwatch.collector import otlp_proto
-from turnwatch.collector.message_runs import KNOWN_RUNS
 from turnwatch.collector.otlp_common import DecodeLimits
 from turnwatch.collector.otlp_values import encode_varint
 from turnwatch.collector.records import SpanView
 from turnwatch.collector.run_bytes import (
+    KNOWN_RUNS,
     TEXT_KEY,
     chunks_start,
     extended_chunks,
