@@ -452,29 +452,38 @@ def continues_conv_a(member: Member, routing: Routing, number: int, offset: int)
     return continued
 
 
+def conv_a_with_a_forwarded_span(
+    wall_clock=time.time,
+) -> tuple[Routing, Member, list[ObservationRecord]]:
+    """A first member closed conv-a, its keyless tool span forwarded into it: partition 1 holds
+    the conversation's record at offset 1 and the forwarded one at 2."""
+    routing = Routing(wall_clock=wall_clock)
+    routing.pipeline.accept_spans(spans(chat_span("conv-a")))
+    [(_, by_conversation), (_, link)] = routing.queued()
+    elsewhere = Routing(wall_clock=wall_clock)
+    elsewhere.pipeline.accept_spans(spans(tool_span("conv-a", "call_0")))
+    [(_, by_trace)] = elsewhere.queued()
+    first = Member(wall_clock=wall_clock)
+
+    async def run() -> None:
+        await first.take(by_trace, 0, 1)
+        await first.take(by_conversation, 1, 1)
+        await first.take(link, 0, 2)
+
+    asyncio.run(run())
+    [(_, forwarded)] = first.published
+    asyncio.run(first.take(forwarded, 1, 2))
+    closes_conv_a_with_its_tool_span(first, 10)
+    return routing, first, [by_conversation, forwarded]
+
+
 def test_a_replay_after_the_reopen_window_brings_nothing_twice_yet_a_new_turn_still_counts():
     """A partition's commit stayed below a forwarded span for longer than the reopen window (a
     conversation open for hours holds it), then the partition moved: its next owner forwards
     the span again to a member that no longer keeps the closed session's content."""
     now = [1_800_000_000.0]
-    routing = Routing(wall_clock=lambda: now[0])
-    routing.pipeline.accept_spans(spans(chat_span("conv-a")))
-    [(_, by_conversation), (_, link)] = routing.queued()
-    elsewhere = Routing(wall_clock=lambda: now[0])
-    elsewhere.pipeline.accept_spans(spans(tool_span("conv-a", "call_0")))
-    [(_, by_trace)] = elsewhere.queued()
-    member = Member(wall_clock=lambda: now[0])
+    routing, member, [_, forwarded] = conv_a_with_a_forwarded_span(lambda: now[0])
     window = member.pipeline.config.sessions.reopen_window_seconds
-
-    async def run() -> None:
-        await member.take(by_trace, 0, 1)
-        await member.take(by_conversation, 1, 1)
-        await member.take(link, 0, 2)
-
-    asyncio.run(run())
-    [(_, forwarded)] = member.published
-    asyncio.run(member.take(forwarded, 1, 2))
-    closes_conv_a_with_its_tool_span(member, 10)
     member.now, now[0] = 10 + window + 1, now[0] + window + 1  # past the window
     member.pipeline.sweep()
     assert member.pipeline.sessionizer.kept_bytes == 0  # the content is gone
@@ -510,29 +519,6 @@ def handed_over(first: Member, to: Member) -> None:
         return [SimpleNamespace(value=value, partition=1, offset=0)]
 
     asyncio.run(changelog(to, read_tail).restore({(OBSERVATIONS, 1)}))
-
-
-def conv_a_with_a_forwarded_span() -> tuple[Routing, Member, list[ObservationRecord]]:
-    """A first member closed conv-a, its keyless tool span forwarded into it: partition 1 holds
-    the conversation's record at offset 1 and the forwarded one at 2."""
-    routing = Routing()
-    routing.pipeline.accept_spans(spans(chat_span("conv-a")))
-    [(_, by_conversation), (_, link)] = routing.queued()
-    elsewhere = Routing()
-    elsewhere.pipeline.accept_spans(spans(tool_span("conv-a", "call_0")))
-    [(_, by_trace)] = elsewhere.queued()
-    first = Member()
-
-    async def run() -> None:
-        await first.take(by_trace, 0, 1)
-        await first.take(by_conversation, 1, 1)
-        await first.take(link, 0, 2)
-
-    asyncio.run(run())
-    [(_, forwarded)] = first.published
-    asyncio.run(first.take(forwarded, 1, 2))
-    closes_conv_a_with_its_tool_span(first, 10)
-    return routing, first, [by_conversation, forwarded]
 
 
 def test_spans_forwarded_again_when_both_partitions_moved_are_known_from_the_changelog():
