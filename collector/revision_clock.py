@@ -123,10 +123,10 @@ class SessionRevisions:
         from the close time. A revision handed over above the last one this member gave
         decides instead (`HandedOver.number`)."""
         previous = self._last.get(key) or 0
-        handed = self._handed.peek(key)
+        handed = self.handed_over(key)
         if not latest_arrival:
             revision = self.clock.next()
-        elif handed is not None and handed.revision > previous:
+        elif handed is not None:
             revision = handed.number(latest_arrival, held)
             if revision >= handed.revision:  # not a copy of an earlier one: used up
                 self._handed.pop(key)
@@ -142,9 +142,8 @@ class SessionRevisions:
         is. Conservative: a replay that happens to bring every earlier observation again (its
         commit stayed below all of them) is flagged too, since the offsets handed over do not
         say where the conversation began."""
-        handed = self._handed.peek(key)
-        previous = self._last.get(key) or 0
-        return handed is not None and handed.revision > previous and handed.continued_by(held)
+        handed = self.handed_over(key)
+        return handed is not None and handed.continued_by(held)
 
     def handed_over(self, key: str) -> HandedOver | None:
         """The revision handed over for `key`, while it decides `key`'s next number."""
