@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
+from tests.session_records import healthy
 from tests.test_exporter import score_record
 from turnwatch.bus.config import BusConfig, EmbeddedBusConfig
 from turnwatch.bus.embedded import EmbeddedBus
 from turnwatch.bus.ledger import OffsetLedger, Position
 from turnwatch.bus.metrics import BusMetrics
-from turnwatch.bus.records import SCORES, Output, Record
+from turnwatch.bus.records import SCORES, SESSIONS, Output, Record
 from turnwatch.bus.spool import DiskSpool, Item
 from turnwatch.scores import ScoreRecord
 
@@ -166,6 +167,47 @@ def test_without_a_ledger_each_record_is_acknowledged_once_its_handler_returned(
         await until(lambda: restarted.seen == ["s-after"])
 
     asyncio.run(consuming(bus, restarted, None, nothing_again))
+
+
+def test_with_a_ledger_a_groups_topics_take_turns_so_the_record_in_hand_is_the_right_one(
+    tmp_path,
+):
+    """The exporter reads sessions beside scores; a score's handler that waits (on the store, on
+    room in the events queue) must still find its own record in hand, not a session's."""
+    ledger = OffsetLedger()
+    gate = asyncio.Event()
+    waiting = asyncio.Event()
+    in_hand: list[Position] = []
+
+    async def handler(topic: str, record: Record) -> list[Output]:
+        if isinstance(record, ScoreRecord):
+            waiting.set()
+            await gate.wait()
+        in_hand.append(ledger.in_hand())
+        return []
+
+    bus = spooled_bus(tmp_path)
+    consumed = bus.metrics.consumed
+
+    async def steps() -> None:
+        stop = asyncio.Event()
+        topics = [SESSIONS, SCORES]
+        consumer = asyncio.create_task(bus.consume(topics, GROUP, handler, stop, ledger=ledger))
+        await bus.publish(SCORES, "s-0", score_record("s-0"))
+        await asyncio.wait_for(waiting.wait(), 5)
+        await bus.publish(SESSIONS, "s-1", healthy("s-1"))
+        for _ in range(50):  # room for the sessions' loop to run, were it not its turn
+            await asyncio.sleep(0)
+        gate.set()
+        await until(lambda: len(in_hand) == 2)
+        stop.set()
+        await consumer
+        await bus.close()
+
+    asyncio.run(steps())
+    assert in_hand == [Position(SCORES, 0, 0), Position(SESSIONS, 0, 0)]
+    assert consumed.labels(SCORES, "processed")._value.get() == 1
+    assert consumed.labels(SESSIONS, "processed")._value.get() == 1
 
 
 def test_the_embedded_bus_in_memory_refuses_a_ledger(tmp_path):

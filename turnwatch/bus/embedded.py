@@ -167,9 +167,13 @@ class EmbeddedBus:
         self.subscribe(topics, group)
         dedupe = self._dedupe.setdefault(group, SeenRevisions(self.config.dedupe_entries))
         processor = RecordProcessor(self, handler, self.config.max_record_bytes, dedupe, ledger)
+        # The ledger knows one record in hand at a time (the Kafka consumer's one thread hands
+        # them over one by one), so with it this group's topics take turns.
+        turns: contextlib.AbstractAsyncContextManager[object] = contextlib.nullcontext()
         if ledger is not None:
             await self._attach(ledger, topics, group)
-        loops = [self._consume_topic(topic, group, processor, stop) for topic in topics]
+            turns = asyncio.Lock()
+        loops = [self._consume_topic(topic, group, processor, stop, turns) for topic in topics]
         await asyncio.gather(*loops)
 
     async def _attach(self, ledger: OffsetLedger, topics: Sequence[str], group: str) -> None:
@@ -218,6 +222,7 @@ class EmbeddedBus:
         group: str,
         processor: RecordProcessor,
         stop: asyncio.Event,
+        turns: contextlib.AbstractAsyncContextManager[object],
     ) -> None:
         state = self._queue(topic, group)
         stopping = asyncio.create_task(stop.wait())
@@ -235,7 +240,8 @@ class EmbeddedBus:
                         continue
                     state.consumer_busy = True
                 try:
-                    await processor.handle(topic, item.key, item.value, 0, state.taken)
+                    async with turns:
+                        await processor.handle(topic, item.key, item.value, 0, state.taken)
                 finally:
                     state.consumer_busy = False
                 async with state.changed:
