@@ -1,10 +1,11 @@
 """`turnwatch serve` in one process (embedded bus on its spool, write-ahead log on, the default
-SQLite session store) killed with SIGKILL while its evaluation events are queued behind a backend
-that answers 503 (the OTLP "try again later"), then started again on the same data directory with
-the backend answering 200: the score records were held in the exporter's offset ledger, so the
-embedded spool had not acknowledged them, the restart delivers them again and every result of
-every score arrives, by its `log.record.uid`, exactly once; the count claims find the
-redelivered records, so the restarted process counts none of them again.
+SQLite session store) killed with SIGKILL, or stopped with SIGTERM (its drain running out), while
+its evaluation events are queued behind a backend that answers 503 (the OTLP "try again later"),
+then started again on the same data directory with the backend answering 200: the score records
+were held in the exporter's offset ledger, so the embedded spool had not acknowledged them, the
+restart delivers them again and every result of every score arrives, by its `log.record.uid`,
+exactly once; the count claims find the redelivered records, so the restarted process counts
+none of them again.
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ def counted(serve: Serve, outcome: str) -> float:
     return serve.metric("turnwatch_exporter_records_total", outcome=outcome)
 
 
-def test_a_killed_process_sends_its_queued_evaluation_events_after_the_restart(tmp_path):
+@pytest.mark.parametrize("signal", ["SIGKILL", "SIGTERM"])
+def test_a_process_stopped_with_events_queued_sends_them_after_the_restart(tmp_path, signal):
     receiver = LogsReceiver(status=503)
     data_dir = tmp_path / "data"
     env = {
@@ -102,7 +104,11 @@ def test_a_killed_process_sends_its_queued_evaluation_events_after_the_restart(t
             )
             eventually(lambda: receiver.requests, what="the backend asked")
         finally:
-            first.kill()
+            # SIGTERM: the drain waits bus.shutdown_timeout_seconds on the backend, then stops.
+            code = first.kill() if signal == "SIGKILL" else first.terminate()
+        if signal == "SIGTERM":
+            assert code == 0, first.logs()[-3000:]  # nothing dropped: the spool keeps it
+            assert "evaluation events not all sent at shutdown" in first.logs()
         assert receiver.accepted == []
         assert {status for status, _ in receiver.requests} == {503}
 
