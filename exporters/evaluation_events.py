@@ -15,15 +15,16 @@ request has a deadline. Each part of a revision is sent once per process, howeve
 delivers it.
 
 Nothing accepted is lost: on Kafka, and on the embedded bus with its spool, the exporter consumer
-has an `OffsetLedger`, and a score record is held there (as the sessionizer holds observations) from the moment its events are
-queued until every part it produced is settled: accepted by the backend and marked sent, or
-refused for good and counted. The bus commits no offset at or above a held record (the embedded
-spool does not move its cursor past one), so a member killed with events queued, or in flight,
-leaves those records to the partition's next owner (the restarted process), which sends them. What a backend's answer means follows the OTLP/HTTP specification: 429, 502,
-503 and 504 (Retry-After honoured) and no answer at all are sent again, with backoff, for as
-long as they last (the record stays held; the queue fills; the handler waits); any other 4xx or
-5xx is refused for good: counted as `refused`, not sent again by this process, and not marked,
-so a record redelivered to another member tries once more. Why drop a refusal rather than
+has an `OffsetLedger`, and a score record is held there (as the sessionizer holds observations)
+from the moment its events are queued until every part it produced is settled: accepted by the
+backend and marked sent, or refused for good and counted. The bus commits no offset at or above
+a held record (the embedded spool does not move its cursor past one), so a member killed with
+events queued, or in flight, leaves those records to the partition's next owner (the restarted
+process), which sends them. What a backend's answer means follows the OTLP/HTTP specification:
+429, 502, 503 and 504 (Retry-After honoured) and no answer at all are sent again, with backoff,
+for as long as they last (the record stays held; the queue fills; the handler waits); any other
+4xx or 5xx is refused for good: counted as `refused`, not sent again by this process, and not
+marked, so a record redelivered to another member tries once more. Why drop a refusal rather than
 retry it: the same bytes get the same answer (a malformed or oversized request, a wrong token),
 and retrying it forever would stall every other record of the partition behind it; the
 specification forbids the retry for the same reason. The embedded bus in memory takes no ledger
