@@ -263,7 +263,8 @@ class EmbeddedBus:
         return f"embedded bus saturated: {', '.join(full)}" if full else None
 
     async def idle(self, timeout: float) -> bool:
-        """Wait until every topic is empty (consumers caught up); False if `timeout` passed."""
+        """Wait until no record waits in any topic (consumers caught up; records a handler holds
+        stay, for its own drain); False if `timeout` passed."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if all(q.fifo.waiting == 0 and not q.consumer_busy for q in self._all_queues()):
