@@ -14,21 +14,22 @@ that finds it full waits for room (back-pressure onto the consumer, never a drop
 request has a deadline. Each part of a revision is sent once per process, however often the bus
 delivers it.
 
-Nothing accepted is lost: on Kafka the exporter consumer has an `OffsetLedger`, and a score
-record is held there (as the sessionizer holds observations) from the moment its events are
-queued until every part it produced is settled: accepted by the backend and marked sent, or
-refused for good and counted. The bus commits no offset at or above a held record, so a member
-killed with events queued, or in flight, leaves those records to the partition's next owner,
-which sends them. What a backend's answer means follows the OTLP/HTTP specification: 429, 502,
-503 and 504 (Retry-After honoured) and no answer at all are sent again, with backoff, for as
-long as they last (the record stays held; the queue fills; the handler waits); any other 4xx or
-5xx is refused for good: counted as `refused`, not sent again by this process, and not marked,
-so a record redelivered to another member tries once more. Why drop a refusal rather than
+Nothing accepted is lost: on Kafka, and on the embedded bus with its spool, the exporter consumer
+has an `OffsetLedger`, and a score record is held there (as the sessionizer holds observations)
+from the moment its events are queued until every part it produced is settled: accepted by the
+backend and marked sent, or refused for good and counted. The bus commits no offset at or above
+a held record (the embedded spool does not move its cursor past one), so a member killed with
+events queued, or in flight, leaves those records to the partition's next owner (the restarted
+process), which sends them. What a backend's answer means follows the OTLP/HTTP specification:
+429, 502, 503 and 504 (Retry-After honoured) and no answer at all are sent again, with backoff,
+for as long as they last (the record stays held; the queue fills; the handler waits); any other
+4xx or 5xx is refused for good: counted as `refused`, not sent again by this process, and not
+marked, so a record redelivered to another member tries once more. Why drop a refusal rather than
 retry it: the same bytes get the same answer (a malformed or oversized request, a wrong token),
 and retrying it forever would stall every other record of the partition behind it; the
-specification forbids the retry for the same reason. The embedded bus takes no ledger (one
-process, an in-memory or spooled queue whose record is acknowledged once the handler returned):
-there a kill loses what was queued, a shutdown counts it (`unsent_at_shutdown`).
+specification forbids the retry for the same reason. The embedded bus in memory takes no ledger
+(its queue dies with the process anyway): there a kill loses what was queued, a shutdown counts
+it (`unsent_at_shutdown`).
 
 Across exporter members (a record redelivered to a partition's next owner after a kill or a
 revocation) two things make the events come out once. Every event has a deterministic identity,
@@ -219,8 +220,8 @@ class EvaluationEvents:
         ledger: OffsetLedger | None = None,
     ) -> None:
         """`marks`, the session store's sent marks when it is on: which parts another member
-        (or this one before a restart) already sent. `ledger`, the exporter consumer's on
-        Kafka: each record is held there until its events are settled."""
+        (or this one before a restart) already sent. `ledger`, the exporter consumer's on Kafka
+        or the spooled embedded bus: each record is held there until its events are settled."""
         assert config.endpoint is not None, "built only when an endpoint is configured"
         self.config = config
         self.endpoint = config.endpoint

@@ -174,16 +174,18 @@ async def test_events_left_at_shutdown_keep_their_records_for_the_next_owner(db,
     assert member.marks.committable_at_mark == []
 
 
-def test_only_a_kafka_exporter_holds_score_records_for_their_events(tmp_path):
+def test_an_exporter_holds_score_records_for_their_events_on_a_bus_that_keeps_them(tmp_path):
     events = {"exporter.evaluation_events": {"endpoint": "http://backend:4318/v1/logs"}}
-    embedded = load_settings(None, {"data_dir": str(tmp_path), **events})
-    kafka = with_bus(embedded, **{"kafka.bootstrap": "127.0.0.1:9092"})
+    in_memory = load_settings(None, {"data_dir": str(tmp_path), **events})
+    spooled = with_bus(in_memory, **{"embedded.spool": True})
+    kafka = with_bus(in_memory, **{"kafka.bootstrap": "127.0.0.1:9092"})
     without_events = with_bus(
         load_settings(None, {"data_dir": str(tmp_path)}), **{"kafka.bootstrap": "127.0.0.1:9092"}
     )
 
-    assert build_exporters(embedded, CollectorRegistry()).ledger is None
-    built = build_exporters(kafka, CollectorRegistry())
-    assert built.ledger is not None and built.events is not None
-    assert built.events.ledger is built.ledger
+    assert build_exporters(in_memory, CollectorRegistry()).ledger is None
+    for keeping in (kafka, spooled):
+        built = build_exporters(keeping, CollectorRegistry())
+        assert built.ledger is not None and built.events is not None
+        assert built.events.ledger is built.ledger
     assert build_exporters(without_events, CollectorRegistry()).ledger is None

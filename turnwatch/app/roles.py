@@ -101,7 +101,8 @@ class Exporters:
     canary: CanaryGate | None = None
     """The online canary gate, when `exporter.canary` is on."""
     ledger: OffsetLedger | None = None
-    """On Kafka with evaluation events: holds each score record until its events settled."""
+    """With evaluation events, on Kafka or the spooled embedded bus: holds each score record
+    until its events settled."""
 
 
 def contract_lookup(settings: Settings) -> ContractLookup | None:
@@ -122,6 +123,13 @@ def exporter_config(settings: Settings) -> ExporterConfig:
     log.info("in-process drift gauges off: an exporter group member sees part of the scores")
     drift = config.drift.model_copy(update={"enabled": False})
     return config.model_copy(update={"drift": drift})
+
+
+def holds_records(settings: Settings) -> bool:
+    """Whether the bus keeps a record a handler holds past its return until it is released:
+    Kafka (uncommitted) and the embedded bus on disk (not acknowledged). In memory the embedded
+    bus dies with the process, so a hold there would keep nothing."""
+    return settings.bus.kafka.bootstrap is not None or settings.bus.embedded.spool
 
 
 def build_exporters(settings: Settings, registry: CollectorRegistry) -> Exporters:
@@ -147,8 +155,7 @@ def build_exporters(settings: Settings, registry: CollectorRegistry) -> Exporter
         marks = None
         if sessions is not None:
             marks = SentMarks(sessions.db, settings.exporter.claim_retention_hours)
-        # The embedded bus acknowledges a record once its handlers returned: no ledger there.
-        ledger = OffsetLedger() if settings.bus.kafka.bootstrap is not None else None
+        ledger = OffsetLedger() if holds_records(settings) else None
         events = EvaluationEvents(settings.exporter.evaluation_events, registry, marks, ledger)
         handlers.append(events.handle)
     sessions_handler = None

@@ -7,8 +7,8 @@ the record (commits its offset), so a crash between the two means redelivery, ne
 Redeliveries are dropped by (topic, key, revision) per consumer group within one process (two
 groups reading one topic each see every record); across processes (a partition moving to another
 scorer) the next stage drops them the same way. A consumer given an `OffsetLedger` (the
-sessionizer role; the exporter role on Kafka with evaluation events) may hold records past its
-handler; it dedupes nothing itself, since a held
+sessionizer role; the exporter role with evaluation events, on Kafka or the embedded bus with its
+spool) may hold records past its handler; it dedupes nothing itself, since a held
 record it is given again is one it dropped at a partition move and must take again.
 `subscribe` declares a group before anything is
 published: the embedded bus gives each group its own queue; Kafka's groups need nothing.

@@ -8,6 +8,15 @@ member per group): the exporter's session store reads `turnwatch.sessions` besid
 a record is published once every group's queue took it, so the slowest group holds the collector
 back. The dead letter topic has none: it keeps the newest records in memory and counts what it
 pushes out.
+
+With its spool (`bus.embedded.spool`) the bus takes an `OffsetLedger`, as the Kafka consumer
+does: a handler may hold a record past its return (the exporter holds a score record until its
+evaluation events are accepted), and the bus then acknowledges (moves the spool's cursor past)
+only the records below the oldest one held; the rest are delivered again after a restart. Each
+queue is one partition (0) of its topic, numbered from 0 in each process. A held record keeps its
+room in the queue until it is acknowledged, so a hold that lasts fills the queue and publishing
+waits (back-pressure up to OTLP 503), never a queue that grows. In memory there is no ledger: a
+killed process loses the queue anyway.
 """
 
 from __future__ import annotations
@@ -17,7 +26,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 
 from turnwatch.bus.base import Handler, RecordProcessor, encode_for_publish
@@ -39,6 +48,13 @@ class _Topic:
         self.fifo = fifo
         self.changed = asyncio.Condition()
         self.consumer_busy = False
+        self.taken = 0
+        """The offset of the next record to take, this process counting from 0."""
+        self.acknowledged = 0
+        """The offset of the first record not acknowledged."""
+        self.ledger: OffsetLedger | None = None
+        """The consumer's, when it holds records: nothing at or past its oldest hold is
+        acknowledged."""
 
 
 class EmbeddedBus:
@@ -62,6 +78,7 @@ class EmbeddedBus:
         self.dead_letters: deque[tuple[str, Record]] = deque(maxlen=DEAD_LETTER_KEPT)
         self._watermark = max(1, int(embedded.queue_size * embedded.high_watermark))
         self._dedupe: dict[str, SeenRevisions] = {}
+        self._acknowledging: set[asyncio.Future[None]] = set()
 
     def _fifo(self, name: str) -> Fifo:
         embedded = self.config.embedded
@@ -140,21 +157,74 @@ class EmbeddedBus:
         stop: asyncio.Event,
         ledger: OffsetLedger | None = None,
     ) -> None:
-        if ledger is not None:
-            # Held records exist to survive a member that dies or moves partitions; one
-            # process with an in-memory queue has neither, so say so rather than pretend.
-            raise ValueError("records held past their handler need Kafka (bus.kafka.bootstrap)")
+        if ledger is not None and self._spool_dir is None:
+            # Held records exist to survive a process that dies; an in-memory queue dies with
+            # it, so say so rather than pretend.
+            raise ValueError(
+                "records held past their handler need Kafka (bus.kafka.bootstrap) or the "
+                "embedded spool (bus.embedded.spool: true)"
+            )
         self.subscribe(topics, group)
         dedupe = self._dedupe.setdefault(group, SeenRevisions(self.config.dedupe_entries))
-        processor = RecordProcessor(self, handler, self.config.max_record_bytes, dedupe)
-        loops = [self._consume_topic(topic, group, processor, stop) for topic in topics]
+        processor = RecordProcessor(self, handler, self.config.max_record_bytes, dedupe, ledger)
+        # The ledger knows one record in hand at a time (the Kafka consumer's one thread hands
+        # them over one by one), so with it this group's topics take turns.
+        turns: contextlib.AbstractAsyncContextManager[object] = contextlib.nullcontext()
+        if ledger is not None:
+            await self._attach(ledger, topics, group)
+            turns = asyncio.Lock()
+        loops = [self._consume_topic(topic, group, processor, stop, turns) for topic in topics]
         await asyncio.gather(*loops)
 
+    async def _attach(self, ledger: OffsetLedger, topics: Sequence[str], group: str) -> None:
+        """One partition per topic, this process's for good: assigned once (restored by the
+        handler's `on_gained`, if it has one), and acknowledged as its holds are released."""
+        ledger.assign((topic, 0) for topic in topics)
+        gained = ledger.take_gained()
+        if ledger.on_gained is not None and gained:
+            await ledger.on_gained(gained)
+        loop = asyncio.get_running_loop()
+        queues = [(topic, self._queue(topic, group)) for topic in topics]
+        for _topic, state in queues:
+            state.ledger = ledger
+
+        async def acknowledge_released() -> None:
+            for topic, state in queues:
+                async with state.changed:
+                    if self._acknowledge(topic, state):
+                        state.changed.notify_all()
+                self._show_depth(topic)
+
+        def released() -> None:
+            loop.call_soon_threadsafe(self._track, acknowledge_released)
+
+        ledger.on_release = released
+
+    def _track(self, work: Callable[[], Coroutine[None, None, None]]) -> None:
+        task = asyncio.ensure_future(work())
+        self._acknowledging.add(task)  # the loop keeps only a weak reference to a task
+        task.add_done_callback(self._acknowledging.discard)
+
+    @staticmethod
+    def _acknowledge(topic: str, state: _Topic) -> bool:
+        """Acknowledge the records taken below the oldest held; whether any was."""
+        ledger = state.ledger
+        upto = state.taken if ledger is None else ledger.committable(topic, 0, state.taken)
+        if upto <= state.acknowledged:
+            return False
+        state.fifo.acknowledge(upto - state.acknowledged)
+        state.acknowledged = upto
+        return True
+
     async def _consume_topic(
-        self, topic: str, group: str, processor: RecordProcessor, stop: asyncio.Event
+        self,
+        topic: str,
+        group: str,
+        processor: RecordProcessor,
+        stop: asyncio.Event,
+        turns: contextlib.AbstractAsyncContextManager[object],
     ) -> None:
         state = self._queue(topic, group)
-        offset = 0
         stopping = asyncio.create_task(stop.wait())
         try:
             while not stop.is_set():
@@ -170,13 +240,16 @@ class EmbeddedBus:
                         continue
                     state.consumer_busy = True
                 try:
-                    await processor.handle(topic, item.key, item.value, 0, offset)
+                    async with turns:
+                        await processor.handle(topic, item.key, item.value, 0, state.taken)
                 finally:
                     state.consumer_busy = False
                 async with state.changed:
-                    state.fifo.pop()  # the acknowledgement: only after the outputs are out
+                    # The acknowledgement: only after the outputs are out, and not past a hold.
+                    state.fifo.take()
+                    state.taken += 1
+                    self._acknowledge(topic, state)
                     state.changed.notify_all()
-                offset += 1
                 self._show_depth(topic)
         finally:
             stopping.cancel()
@@ -190,18 +263,22 @@ class EmbeddedBus:
         return f"embedded bus saturated: {', '.join(full)}" if full else None
 
     async def idle(self, timeout: float) -> bool:
-        """Wait until every topic is empty (consumers caught up); False if `timeout` passed."""
+        """Wait until no record waits in any topic (consumers caught up; records a handler holds
+        stay, for its own drain); False if `timeout` passed."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if all(len(q.fifo) == 0 and not q.consumer_busy for q in self._all_queues()):
+            if all(q.fifo.waiting == 0 and not q.consumer_busy for q in self._all_queues()):
                 return True
             await asyncio.sleep(0.02)
         return False
 
     async def close(self) -> int:
+        for task in self._acknowledging:
+            task.cancel()  # done below, for every queue at once
         lost = 0
         for topic in self._topics:
             for state in self._queues(topic):
+                self._acknowledge(topic, state)  # what the drain released since
                 if isinstance(state.fifo, MemoryFifo) and len(state.fifo):
                     lost += len(state.fifo)
                     self.metrics.lost_at_shutdown.labels(topic).inc(len(state.fifo))

@@ -9,7 +9,8 @@ published, never loses one. A partition this member gains (not one given straigh
 handed to `on_gained` before any of its records (the sessionizer restores its changelog there).
 
 Thread-safe: holds and releases happen on the event loop, commits and rebalance callbacks on the
-consumer's threads.
+consumer's threads. The embedded bus with its spool keeps the same rule on one partition per
+topic: it acknowledges (moves its cursor past) only records below the oldest held.
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ class OffsetLedger:
         self.on_delivery: Callable[[bool], None] | None = None
         """Called (on a consumer thread) with False when a rebalance stops delivery (its
         partitions revoked), True when the next assignment resumes it."""
+        self.on_release: Callable[[], None] | None = None
+        """Called (on the releasing thread) after holds were released: the embedded bus
+        acknowledges up to the new oldest hold there, where the Kafka consumer commits after
+        each poll instead."""
 
     # The processor's side: the record being handled.
     def begin(self, topic: str, partition: int, offset: int) -> None:
@@ -87,6 +92,8 @@ class OffsetLedger:
                 holds[position.offset] -= 1
                 if holds[position.offset] == 0:
                     del holds[position.offset]
+        if self.on_release is not None:
+            self.on_release()
 
     def held(self) -> int:
         with self._lock:

@@ -55,7 +55,7 @@ class BusMetrics:
         )
         self.queue_depth = Gauge(
             "turnwatch_bus_queue_depth",
-            "Embedded bus: records waiting, by topic.",
+            "Embedded bus: records not acknowledged (waiting, or held by a handler), by topic.",
             ["topic"],
             registry=registry,
         )

@@ -4,6 +4,12 @@ The disk spool is a directory of append-only segment files and a cursor file nam
 record not yet acknowledged. Records survive a process restart or crash (they are written to the
 OS before `append` returns; there is no fsync, so not a power cut). One process owns a spool
 directory at a time (an exclusive lock), since two writers would interleave records.
+
+The reader may `take` records ahead of acknowledging them (a consumer with an offset ledger
+acknowledges only below the oldest record its handler still holds): a taken record is no longer
+`waiting`, but it keeps its room until `acknowledge` reaches it, and after a restart the reader
+gets every record not acknowledged again. So the bounds (records, bytes) cover what is taken and
+held too: a held record makes `append` refuse (back-pressure), never the spool grow.
 """
 
 from __future__ import annotations
@@ -63,13 +69,21 @@ class Item:
 
 
 class Fifo(Protocol):
-    """One reader, serial: `peek` the head, process it, `pop` it (the acknowledgement)."""
+    """One reader, serial: `peek` the first record not taken, process it, then `pop` it (take
+    and acknowledge), or `take` it and `acknowledge` later, oldest first.
+
+    `len` counts every record not acknowledged (the bound applies to it), `waiting` those not
+    taken."""
 
     def __len__(self) -> int: ...
     @property
     def size_bytes(self) -> int: ...
+    @property
+    def waiting(self) -> int: ...
     def append(self, item: Item) -> None: ...
     def peek(self) -> Item | None: ...
+    def take(self) -> None: ...
+    def acknowledge(self, count: int) -> None: ...
     def pop(self) -> None: ...
     def close(self) -> None: ...
 
@@ -78,6 +92,7 @@ class MemoryFifo:
     def __init__(self, max_records: int) -> None:
         self.max_records = max_records
         self._items: deque[Item] = deque()
+        self._taken = 0
         self._bytes = 0
 
     def __len__(self) -> int:
@@ -87,6 +102,10 @@ class MemoryFifo:
     def size_bytes(self) -> int:
         return self._bytes
 
+    @property
+    def waiting(self) -> int:
+        return len(self._items) - self._taken
+
     def append(self, item: Item) -> None:
         if len(self._items) >= self.max_records:
             raise FifoFull
@@ -94,10 +113,20 @@ class MemoryFifo:
         self._bytes += len(item.value)
 
     def peek(self) -> Item | None:
-        return self._items[0] if self._items else None
+        return self._items[self._taken] if self.waiting else None
+
+    def take(self) -> None:
+        if self.waiting:
+            self._taken += 1
+
+    def acknowledge(self, count: int) -> None:
+        for _ in range(min(count, self._taken)):
+            self._bytes -= len(self._items.popleft().value)
+            self._taken -= 1
 
     def pop(self) -> None:
-        self._bytes -= len(self._items.popleft().value)
+        self.take()
+        self.acknowledge(1)
 
     def close(self) -> None:
         return None
@@ -116,15 +145,19 @@ class DiskSpool:
             raise SpoolLocked(str(directory))
         self._lock = lock
         self._segments = sorted(int(p.stem) for p in directory.glob("*.seg"))
-        self._read_segment, self._read_offset = self._load_cursor()
+        # The first record not acknowledged (kept in the cursor file), and the first not taken.
+        self._ack_segment, self._ack_offset = self._load_cursor()
         self._head: tuple[Item, int] | None = None
         self._count = 0
         self._bytes = 0
-        if self._segments and self._read_segment not in self._segments:
-            self._read_segment, self._read_offset = self._segments[0], 0
+        if self._segments and self._ack_segment not in self._segments:
+            self._ack_segment, self._ack_offset = self._segments[0], 0
         self._recover()
         if not self._segments:
-            self._segments.append(self._read_segment)
+            self._segments.append(self._ack_segment)
+        self._read_segment, self._read_offset = self._ack_segment, self._ack_offset
+        self._taken: deque[tuple[int, int, int]] = deque()
+        """Each record taken and not acknowledged: (segment, offset after it, frame length)."""
         self._writer = self._open_writer(self._segments[-1])
         self._write_error: str | None = None
 
@@ -145,13 +178,11 @@ class DiskSpool:
 
     def _recover(self) -> None:
         """Drop acknowledged segments, count what is left, cut a torn tail from a crash."""
-        for number in [n for n in self._segments if n < self._read_segment]:
-            self._path(number).unlink(missing_ok=True)
-        self._segments = [n for n in self._segments if n >= self._read_segment]
+        self._drop_before(self._ack_segment)
         for number in self._segments:
             path = self._path(number)
             data = path.read_bytes()
-            position = self._read_offset if number == self._read_segment else 0
+            position = self._ack_offset if number == self._ack_segment else 0
             while position + _FRAME.size <= len(data):
                 length, crc = _FRAME.unpack_from(data, position)
                 body = data[position + _FRAME.size : position + _FRAME.size + length]
@@ -171,6 +202,10 @@ class DiskSpool:
     @property
     def size_bytes(self) -> int:
         return self._bytes
+
+    @property
+    def waiting(self) -> int:
+        return self._count - len(self._taken)
 
     def append(self, item: Item) -> None:
         frame = item.encode()
@@ -221,7 +256,7 @@ class DiskSpool:
     def peek(self) -> Item | None:
         if self._head is not None:
             return self._head[0]
-        if self._count == 0:
+        if self.waiting == 0:
             return None
         while True:
             with open(self._path(self._read_segment), "rb") as handle:
@@ -232,33 +267,56 @@ class DiskSpool:
                     body = handle.read(length)
                     self._head = (Item.decode(body), _FRAME.size + length)
                     return self._head[0]
-            # This segment is used up: the next record starts the next one.
-            self._advance_segment()
+            # This segment is read to its end: the next record starts the next one. The segment
+            # stays until every record in it is acknowledged.
+            self._read_segment = self._segments[self._segments.index(self._read_segment) + 1]
+            self._read_offset = 0
 
-    def _advance_segment(self) -> None:
-        finished = self._read_segment
-        self._read_segment = self._segments[self._segments.index(finished) + 1]
-        self._read_offset = 0
-        self._segments.remove(finished)
-        self._path(finished).unlink(missing_ok=True)
-
-    def pop(self) -> None:
-        if self._head is None and self.peek() is None:
+    def take(self) -> None:
+        if self.peek() is None:
             return
         assert self._head is not None
-        self._read_offset += self._head[1]
-        self._bytes -= self._head[1]
-        self._count -= 1
+        length = self._head[1]
+        self._read_offset += length
+        self._taken.append((self._read_segment, self._read_offset, length))
         self._head = None
-        if self._count == 0 and self._read_segment != self._segments[-1]:
-            self._advance_segment()
+
+    def acknowledge(self, count: int) -> None:
+        """Let go of the `count` oldest records taken: their room is free, and the cursor file
+        names the record after them, so a restart does not deliver them again."""
+        count = min(count, len(self._taken))
+        if count == 0:
+            return
+        for _ in range(count):
+            segment, offset, length = self._taken.popleft()
+            self._bytes -= length
+            self._count -= 1
+        self._ack_segment, self._ack_offset = segment, offset
+        if self._count == 0 and segment != self._segments[-1]:
+            # Nothing is left, so no record follows in the segments after this one but the last
+            # (empty): the next record appended starts it.
+            self._ack_segment, self._ack_offset = self._segments[-1], 0
+            self._read_segment, self._read_offset = self._ack_segment, 0
+        self._drop_before(self._ack_segment)
         self._save_cursor()
+
+    def pop(self) -> None:
+        """Take the next record and acknowledge the oldest taken (for a reader that takes none
+        ahead, the same one)."""
+        self.take()
+        self.acknowledge(1)
+
+    def _drop_before(self, number: int) -> None:
+        """Delete the segments before `number`: every record in them is acknowledged."""
+        for finished in [n for n in self._segments if n < number]:
+            self._path(finished).unlink(missing_ok=True)
+        self._segments = [n for n in self._segments if n >= number]
 
     def _save_cursor(self) -> None:
         temporary = self.directory / "cursor.tmp"
         try:
             with open(temporary, "w", opener=private_opener) as handle:
-                handle.write(f"{self._read_segment} {self._read_offset}")
+                handle.write(f"{self._ack_segment} {self._ack_offset}")
             os.replace(temporary, self.directory / "cursor")
         except OSError as exc:
             # The record is acknowledged in memory; a stale cursor only means redelivery after a
