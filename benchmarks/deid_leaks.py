@@ -23,6 +23,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from turnwatch.collector.pipeline import HandedOn
 
 from benchmarks.corpus.emit import Emitter
 from benchmarks.corpus.model import Conversation, Message, ToolCall
@@ -52,9 +53,10 @@ class Recorder:
         recorder = self
 
         class Tap:
-            async def deliver(self, session: Session) -> None:
+            async def deliver(self, session: Session, handed_on: HandedOn | None = None) -> bool:
                 await bus_sink.deliver(session)
                 recorder.records.append(("turnwatch.sessions", session.model_dump(mode="json")))
+                return False
 
         return Tap()
 

@@ -91,24 +91,21 @@ class Handoff:
             pending.settle()
             return
         try:
-            in_flight = await self.next_stage.deliver(session)
+            in_flight = await self.next_stage.deliver(
+                session, functools.partial(self._handed_on, pending)
+            )
         except Exception:
             self._sink_failed()
             pending.settle()
             return
-        if in_flight is None:
-            self.metrics.handoff_delivered.inc()
-            pending.settle()
-        else:
-            in_flight.add_done_callback(functools.partial(self._handed_on, pending))
+        if not in_flight:
+            self._handed_on(pending, None)
 
-    def _handed_on(self, pending: PendingSession, in_flight: asyncio.Future[None]) -> None:
-        if in_flight.cancelled():
-            return  # stopped at shutdown before the stage had it: the claim keeps it
-        if in_flight.exception() is None:
+    def _handed_on(self, pending: PendingSession, error: BaseException | None) -> None:
+        if error is None:
             self.metrics.handoff_delivered.inc()
         else:
-            self._sink_failed(in_flight.exception())
+            self._sink_failed(error)
         pending.settle()
 
     def _sink_failed(self, error: BaseException | None = None) -> None:

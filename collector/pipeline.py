@@ -86,19 +86,27 @@ class PendingStage(Protocol):
         ...
 
 
+HandedOn = Callable[[BaseException | None], None]
+"""Told by a stage still working on a session that it handed it on (None) or failed (why)."""
+
+
 class SessionSink(Protocol):
     """A stage after assembly: receives whole sessions (de-identification plugs in here)."""
 
-    async def deliver(self, session: Session) -> asyncio.Future[None] | None:
-        """None once the stage has the session; or, while it is still working on it, the
-        future that finishes when it has (the write-ahead log and the bus hold it until then)."""
+    async def deliver(self, session: Session, handed_on: HandedOn | None = None) -> bool:
+        """Hand `session` on: False once the stage has it; True while it is still working on
+        it (the write-ahead log and the bus hold it until then), and then it calls `handed_on`
+        in the same step as the next stage takes the session (never, if a shutdown stops it
+        first). In the same step, not from a done callback a turn of the loop later: the log's
+        done mark must follow the bus taking the session with no other task between, since a
+        kill there has the restart publish the session again as a new revision."""
         ...
 
 
 class LoggingSink:
     """Logs that a session was handed on: ids and counts only, never message text."""
 
-    async def deliver(self, session: Session) -> None:
+    async def deliver(self, session: Session, handed_on: HandedOn | None = None) -> bool:
         log.info(
             "session closed",
             extra={
@@ -111,6 +119,7 @@ class LoggingSink:
                 "incomplete": session.incomplete,
             },
         )
+        return False
 
 
 class SessionBuilder:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from turnwatch.collector.pipeline import HandedOn
 
 from tests.kafka_broker import TansuBroker, external_bootstrap
 from tests.otlp_requests import LOOPBACK
@@ -27,8 +28,9 @@ class CapturingSink:
     def __init__(self) -> None:
         self.sessions: list[Session] = []
 
-    async def deliver(self, session: Session) -> None:
+    async def deliver(self, session: Session, handed_on: HandedOn | None = None) -> bool:
         self.sessions.append(session)
+        return False
 
     def wait_for(self, count: int, timeout: float = 15.0) -> list[Session]:
         return eventually(

@@ -11,6 +11,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
+from turnwatch.collector.pipeline import HandedOn
 from turnwatch.exporters.score_exporter import ScoreExporter
 
 from tests.otlp_requests import chat_span, key_values
@@ -26,12 +27,13 @@ class ExportingSink:
         self.delivered = 0
         self._lock = threading.Lock()
 
-    async def deliver(self, session: Session) -> None:
+    async def deliver(self, session: Session, handed_on: HandedOn | None = None) -> bool:
         assert self.exporter is not None
         record = score_record(session.session_id, session.revision, service=session.service)
         self.exporter.observe(record, session_ended_at=session.ended_at)
         with self._lock:
             self.delivered += 1
+        return False
 
 
 def flood_request(start: int, count: int, service: str | None = None) -> bytes:

@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 from turnwatch.collector.deid.config import DeidConfig
 from turnwatch.collector.deid.stage import build_deidentifier, build_deidentifying_sink
 from turnwatch.collector.deid.workers import Workers, container_cores
+from turnwatch.collector.pipeline import HandedOn
 
 from benchmarks.pii.generate import make_corpus
 from benchmarks.pii.sessions import conversation_session
@@ -65,6 +66,49 @@ async def test_worker_processes_give_the_single_process_results_on_the_pii_corpu
     order = [(s.session_id, s.revision) for s in downstream.sessions]
     for session in sessions[: len(corpus)]:
         assert order.index((session.session_id, 1)) < order.index((session.session_id, 2))
+
+
+class LookingOneTurnLater(CapturingSink):
+    """Takes a session and looks, one turn of the event loop later, whether its sender had
+    been told meanwhile: any other task could run in that turn (a kill there too)."""
+
+    def __init__(self, told: list[str]) -> None:
+        super().__init__()
+        self.told = told
+        self.seen: list[bool] = []
+
+    async def deliver(self, session: Session, handed_on: HandedOn | None = None) -> bool:
+        loop = asyncio.get_running_loop()
+        loop.call_soon(lambda: self.seen.append(session.session_id in self.told))
+        return await super().deliver(session)
+
+
+async def test_the_sender_is_told_in_the_same_step_as_the_next_stage_took_the_session(tmp_path):
+    """The write-ahead log's done mark follows the bus taking a session with nothing between:
+    a kill between the two had the restart publish the session again as a new revision."""
+    told: list[str] = []
+    downstream = LookingOneTurnLater(told)
+    config = DeidConfig(secret=SECRET, workers=2)
+    sink = build_deidentifying_sink(config, "production", tmp_path, CollectorRegistry(), downstream)
+    sessions = [
+        conversation_session(conversation).model_copy(update={"session_id": letter * 32})
+        for letter, conversation in zip(
+            "abc", make_corpus(seed=5, texts=0, conversations=3).conversations, strict=True
+        )
+    ]
+    try:
+        for session in sessions:
+
+            def handed_on(error: BaseException | None, session_id=session.session_id) -> None:
+                assert error is None
+                told.append(session_id)
+
+            assert await sink.deliver(session, handed_on)  # still in flight
+        await sink.flush()
+    finally:
+        sink.close()
+    assert sorted(told) == sorted(session.session_id for session in sessions)
+    assert downstream.seen == [True, True, True]
 
 
 def test_a_new_session_goes_to_the_least_busy_worker_and_its_revisions_stay_with_it():

@@ -8,7 +8,7 @@ from prometheus_client import CollectorRegistry
 from turnwatch.collector.config import HandoffConfig
 from turnwatch.collector.handoff import Handoff
 from turnwatch.collector.metrics import CollectorMetrics
-from turnwatch.collector.pipeline import PendingSession, SessionBuilder
+from turnwatch.collector.pipeline import HandedOn, PendingSession, SessionBuilder
 
 from tests.conftest import CapturingSink, make_settings
 from tests.stages import assembling_pipeline
@@ -78,10 +78,10 @@ class RefusingSink(CapturingSink):
         super().__init__()
         self.refuse = refuse
 
-    async def deliver(self, session: Session) -> None:
+    async def deliver(self, session: Session, handed_on: HandedOn | None = None) -> bool:
         if session.conversation_key == self.refuse:
             raise RuntimeError("next stage down")
-        await super().deliver(session)
+        return await super().deliver(session)
 
 
 async def test_sessions_are_delivered_in_order_and_counted():
@@ -130,9 +130,10 @@ class StuckSink(CapturingSink):
         super().__init__()
         self.entered = asyncio.Event()
 
-    async def deliver(self, session: Session) -> None:
+    async def deliver(self, session: Session, handed_on: HandedOn | None = None) -> bool:
         self.entered.set()
         await asyncio.Event().wait()
+        raise AssertionError("never set")
 
 
 async def test_sessions_still_queued_when_a_drain_runs_out_are_counted_lost():
@@ -153,16 +154,17 @@ async def test_sessions_still_queued_when_a_drain_runs_out_are_counted_lost():
 
 class InFlightSink(CapturingSink):
     """A next stage that takes each session and finishes it later (de-identification worker
-    processes): `deliver` returns the future that finishes once the session is handed on."""
+    processes): `deliver` says it is still working on it, and keeps whom to tell."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.in_flight: list[asyncio.Future[None]] = []
+        self.in_flight: list[HandedOn] = []
 
-    async def deliver(self, session: Session) -> asyncio.Future[None]:
+    async def deliver(self, session: Session, handed_on: HandedOn | None = None) -> bool:
         await super().deliver(session)
-        self.in_flight.append(asyncio.get_running_loop().create_future())
-        return self.in_flight[-1]
+        assert handed_on is not None
+        self.in_flight.append(handed_on)
+        return True
 
 
 def held_on_the_bus(pending: list[PendingSession]) -> OffsetLedger:
@@ -188,12 +190,10 @@ async def test_a_session_still_in_flight_in_the_next_stage_keeps_its_hold_until_
     assert ledger.held() == 3
     assert harness.delivered() == 0
 
-    delivered, failed, stopped = sink.in_flight
-    delivered.set_result(None)
-    failed.set_exception(RuntimeError("bus down"))
-    stopped.cancel()  # a shutdown that stops it before the bus has it
-    await asyncio.sleep(0)  # done callbacks run on the next turn of the loop
-    assert harness.delivered() == 1
+    delivered, failed, _stopped = sink.in_flight  # a shutdown stops the last one: no call
+    delivered(None)
+    failed(RuntimeError("bus down"))
+    assert harness.delivered() == 1  # told in the step the next stage took it, not a turn later
     assert harness.dropped("sink_error") == 1
     assert ledger.held() == 1
     assert ledger.committable("observations", 0, 3) == 2

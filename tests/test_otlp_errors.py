@@ -30,6 +30,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+from turnwatch.collector.pipeline import HandedOn
 
 from tests.conftest import CapturingSink, Running, make_settings, settled, start_service
 from tests.otlp_requests import (
@@ -518,10 +519,10 @@ class BlockingSink(CapturingSink):
         super().__init__()
         self.release = threading.Event()
 
-    async def deliver(self, session: Session) -> None:
+    async def deliver(self, session: Session, handed_on: HandedOn | None = None) -> bool:
         while not self.release.is_set():
             await asyncio.sleep(0.01)
-        await super().deliver(session)
+        return await super().deliver(session)
 
 
 @pytest.fixture

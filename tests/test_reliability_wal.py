@@ -21,6 +21,7 @@ from collections.abc import Iterator
 import grpc
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
+from turnwatch.collector.pipeline import HandedOn
 
 from tests.conftest import CapturingSink, Running, make_settings
 from tests.kafka_broker import with_bus
@@ -46,11 +47,11 @@ class StuckSink(CapturingSink):
         super().__init__()
         self.release: asyncio.Event | None = None
 
-    async def deliver(self, session: Session) -> None:
+    async def deliver(self, session: Session, handed_on: HandedOn | None = None) -> bool:
         if self.release is None:
             self.release = asyncio.Event()
         await self.release.wait()
-        await super().deliver(session)
+        return await super().deliver(session)
 
 
 def wal_settings(data_dir, **overrides: object):

@@ -5,7 +5,7 @@ With worker processes up to two sessions per worker are in flight (one running, 
 worker never waits for the event loop between sessions; a session's revisions stay with one
 worker, so one each could leave another idle): `deliver` returns once its session is submitted
 (with the task that hands it on, so the handoff keeps the session's write-ahead log claim and bus
-positions until then) and waits only when that many are in flight, so back-pressure still
+positions until then, and is told in the step the next stage takes the session: `HandedOn`) and waits only when that many are in flight, so back-pressure still
 reaches the handoff queue and, through it, the receivers (503). Sessions of one session id are
 handed on in the order they arrived; `flush` waits for everything in flight (shutdown).
 """
@@ -21,7 +21,7 @@ from turnwatch.collector.deid.deidentifier import Quarantined, QuarantineReason
 from turnwatch.collector.deid.metrics import DeidMetrics
 from turnwatch.collector.deid.quarantine import QuarantineStore
 from turnwatch.collector.deid.workers import Workers
-from turnwatch.collector.pipeline import SessionSink
+from turnwatch.collector.pipeline import HandedOn, SessionSink
 
 from turnwatch.schema import Session
 
@@ -49,18 +49,30 @@ class DeidentifyingSink:
         self._slots: asyncio.Semaphore | None = None
         self._in_flight: dict[str, asyncio.Task[None]] = {}
 
-    async def deliver(self, session: Session) -> asyncio.Future[None] | None:
+    async def deliver(self, session: Session, handed_on: HandedOn | None = None) -> bool:
         if self.workers.size == 1:
-            await self._process(session, None)
-            return None
+            return await self._process(session, None, handed_on)
         if self._slots is None:
             self._slots = asyncio.Semaphore(IN_FLIGHT_PER_WORKER * self.workers.size)
         await self._slots.acquire()
         before = self._in_flight.get(session.session_id)
-        task = asyncio.create_task(self._process(session, before))
+        task = asyncio.create_task(self._in_flight_to_the_end(session, before, handed_on))
         self._in_flight[session.session_id] = task
         task.add_done_callback(lambda done: self._done(session.session_id, done))
-        return task
+        return True
+
+    async def _in_flight_to_the_end(
+        self, session: Session, before: asyncio.Task[None] | None, handed_on: HandedOn | None
+    ) -> None:
+        """`_process` in a task of its own, telling `handed_on` how it ended, in the step it did."""
+        try:
+            still_in_flight = await self._process(session, before, handed_on)
+        except Exception as exc:
+            if handed_on is not None:
+                handed_on(exc)
+            return
+        if not still_in_flight and handed_on is not None:
+            handed_on(None)
 
     def _done(self, session_id: str, task: asyncio.Task[None]) -> None:
         assert self._slots is not None
@@ -73,21 +85,25 @@ class DeidentifyingSink:
         while self._in_flight:
             await asyncio.gather(*self._in_flight.values(), return_exceptions=True)
 
-    async def _process(self, session: Session, before: asyncio.Task[None] | None) -> None:
+    async def _process(
+        self, session: Session, before: asyncio.Task[None] | None, handed_on: HandedOn | None
+    ) -> bool:
+        """De-identify and hand on; whether the next stage is still working on it (False when
+        it has it, or the session was quarantined: dropped and counted)."""
         started = time.perf_counter()
         try:
             work = asyncio.wrap_future(self.workers.submit(session))
             result = await asyncio.wait_for(work, self._timeout)
         except Quarantined as exc:
             self._quarantine(session, exc.reason)
-            return
+            return False
         except TimeoutError:
             self._quarantine(session, QuarantineReason.TIME_LIMIT)
-            return
+            return False
         except Exception:
             # A worker process that died (BrokenProcessPool) or could not pickle the session.
             self._quarantine(session, QuarantineReason.ANALYZER_ERROR)
-            return
+            return False
         finally:
             self.metrics.latency.observe(time.perf_counter() - started)
         self.metrics.sessions.inc()
@@ -96,7 +112,7 @@ class DeidentifyingSink:
         self.metrics.texts.labels("analysed").inc(result.stats.analysed)
         if before is not None:
             await asyncio.gather(before, return_exceptions=True)
-        await self.downstream.deliver(result.session)
+        return await self.downstream.deliver(result.session, handed_on)
 
     def _quarantine(self, session: Session, reason: str) -> None:
         self.metrics.quarantined.labels(reason).inc()

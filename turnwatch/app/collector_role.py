@@ -30,6 +30,7 @@ from turnwatch.collector.otlp_grpc import create_grpc_server
 from turnwatch.collector.otlp_http import create_otlp_app
 from turnwatch.collector.pipeline import (
     CollectorPipeline,
+    HandedOn,
     LoggingSink,
     SessionBuilder,
     SessionSink,
@@ -52,12 +53,12 @@ class BusSink:
         self.bus = bus
         self._log = LoggingSink()
 
-    async def deliver(self, session: Session) -> None:
+    async def deliver(self, session: Session, handed_on: HandedOn | None = None) -> bool:
         try:
             await self.bus.publish(SESSIONS, session.session_id, session)
         except RecordTooLarge:
-            return  # counted as rejected by the bus
-        await self._log.deliver(session)
+            return False  # counted as rejected by the bus
+        return await self._log.deliver(session)
 
 
 class CollectorRole:
