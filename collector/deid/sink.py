@@ -1,13 +1,14 @@
 """The `SessionSink` that de-identifies each session before the next stage sees it.
 
-With one worker (a thread) `deliver` returns once the session is de-identified and handed on.
-With worker processes up to two sessions per worker are in flight (one running, one queued, so a
-worker never waits for the event loop between sessions; a session's revisions stay with one
-worker, so one each could leave another idle): `deliver` returns once its session is submitted
-(with the task that hands it on, so the handoff keeps the session's write-ahead log claim and bus
-positions until then, and is told in the step the next stage takes the session: `HandedOn`) and waits only when that many are in flight, so back-pressure still
-reaches the handoff queue and, through it, the receivers (503). Sessions of one session id are
-handed on in the order they arrived; `flush` waits for everything in flight (shutdown).
+With one worker (a thread) `deliver` returns once the session is de-identified and handed on. With
+worker processes up to two sessions per worker are in flight (one running, one queued, so a worker
+never waits for the event loop between sessions; a session's revisions stay with one worker, so one
+each could leave another idle): `deliver` returns once its session is submitted (with the task that
+hands it on, so the handoff keeps the session's write-ahead log claim and bus positions until then,
+and is told in the step the next stage takes the session: `HandedOn`) and waits only when that many
+are in flight, so back-pressure still reaches the handoff queue and, through it, the receivers
+(503). Sessions of one session id are handed on in the order they arrived; `flush` waits for
+everything in flight (shutdown).
 """
 
 from __future__ import annotations
