@@ -7,11 +7,13 @@ go through turnwatch's collector in this process twice: history resent on every 
 deltas (each call sends only the new user message). What is timed, in CPU time
 (`time.process_time`), is everything from the OTLP/protobuf bytes to the validated Session:
 the receiver's protobuf decoding, dialect decoding, sessionizing, sampling, assembly and
-validation. Request k carries call k of every conversation of the run (about `--spans` spans a
-run whatever the length: 3,200 by default, long enough that one run is not one burst of the
-shared machine's noise). Resent and delta runs alternate (which goes first swaps every round), keys
-are new in every run, and each row gives the median over rounds and the ratio resent / deltas
-per round; bytes are what the sessionizer holds per conversation, kept for the reopen window.
+validation. The garbage collector is set up as `turnwatch serve` sets it (start-up objects
+frozen, its thresholds) before anything is timed, the same for both sides. Request k carries
+call k of every conversation of the run (about `--spans` spans a run whatever the length: 3,200
+by default, long enough that one run is not one burst of the shared machine's noise). Resent and
+delta runs alternate (which goes first swaps every round), keys are new in every run, and each
+row gives the median over rounds and the ratio resent / deltas per round; bytes are what the
+sessionizer holds per conversation, kept for the reopen window.
 
     python benchmarks/resent.py [--rounds 3] [--spans 3200] [--turns 4 40 400] [--dialects ...]
 """
@@ -35,6 +37,7 @@ from turnwatch.collector.otlp_proto import decode_traces
 from tests.conversations import conversation_spans, protobuf_request
 from tests.stages import assembling_pipeline
 from turnwatch import collector
+from turnwatch.app.serve import GC_THRESHOLDS, tune_garbage_collector
 from turnwatch.app.settings import load_settings
 
 
@@ -76,7 +79,11 @@ def main() -> None:
     parser.add_argument("--turns", type=int, nargs="+", default=[4, 40, 400])
     parser.add_argument("--dialects", nargs="+", default=["genai", "openinference", "openllmetry"])
     args = parser.parse_args()
-    print(f"resent vs deltas: {args.spans} spans a run, {args.rounds} rounds, {collector.BUILD}")
+    tune_garbage_collector()  # as `turnwatch serve` runs the collector, for both sides
+    print(
+        f"resent vs deltas: {args.spans} spans a run, {args.rounds} rounds, {collector.BUILD}, "
+        f"gc thresholds {GC_THRESHOLDS} after gc.freeze() (as turnwatch serve)"
+    )
     print(
         f"{'dialect':<15}{'turns':>6}{'resent us/span':>16}{'deltas us/span':>16}{'ratio':>7}"
         f"{'ratios per round':>24}{'KiB/conv resent':>17}{'deltas':>8}"
