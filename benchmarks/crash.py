@@ -11,7 +11,9 @@ run: each kill point is also run with the log off (spool still on), in alternati
 
 Columns: the request the kill came after, conversations wholly and partly acknowledged, request
 frames replayed from the log at the restart, rebuilt sessions skipped because they were already
-on the bus, acknowledged conversations lost, conversations with a revision scored twice,
+on the bus, acknowledged conversations lost, conversations with a revision delivered again to
+the exporter (`again`: the bus is at-least-once across a kill), revisions the restart counted
+twice,
 conversations scored as two revisions (cut in two by the crash), and the time from the
 restart until all was scored and quiet (start-up and Presidio's load included).
 
@@ -46,9 +48,12 @@ def main() -> None:
     )
     print(
         f"{'run':>4} {'log':<4}{'killed after':>14}{'whole':>7}{'partial':>9}{'replayed':>10}"
-        f"{'skipped':>9}{'lost':>6}{'twice':>7}{'split':>7}{'recovered s':>13}"
+        f"{'skipped':>9}{'lost':>6}{'again':>7}{'twice':>7}{'split':>7}{'recovered s':>13}"
     )
-    totals = {log: {"acknowledged": 0, "lost": 0, "twice": 0, "split": 0} for log in ("on", "off")}
+    totals = {
+        log: {"acknowledged": 0, "lost": 0, "again": 0, "twice": 0, "split": 0}
+        for log in ("on", "off")
+    }
     with tempfile.TemporaryDirectory(prefix="turnwatch-crash-") as scratch:
         for number in range(args.runs):
             kill = random_kill_point(rng, args.conversations)
@@ -60,18 +65,21 @@ def main() -> None:
                 total = totals[log]
                 total["acknowledged"] += len(run.whole | run.partial)
                 total["lost"] += len(run.lost)
-                total["twice"] += len(run.twice)
+                total["again"] += len(run.redelivered)
+                total["twice"] += run.counted_twice
                 total["split"] += len(run.split)
                 print(
                     f"{number + 1:>4} {log:<4}{f'{run.kill_after} / {run.requests}':>14}"
                     f"{len(run.whole):>7}{len(run.partial):>9}{run.replayed_frames:>10.0f}"
-                    f"{run.replay_skipped:>9.0f}{len(run.lost):>6}{len(run.twice):>7}{len(run.split):>7}"
+                    f"{run.replay_skipped:>9.0f}{len(run.lost):>6}"
+                    f"{len(run.redelivered):>7}{run.counted_twice:>7.0f}{len(run.split):>7}"
                     f"{run.recovery_seconds:>13.1f}"
                 )
     for log, total in totals.items():
         print(
             f"log {log}: {total['acknowledged']} acknowledged conversations, {total['lost']} "
-            f"lost, {total['twice']} scored twice, {total['split']} split in two revisions"
+            f"lost, {total['again']} delivered again, {total['twice']:.0f} counted twice, "
+            f"{total['split']} split in two revisions"
         )
 
 

@@ -104,7 +104,13 @@ class CrashRun:
     partial: set[str]
     """... whose first request was answered 200, the second not."""
     deliveries: Counter[tuple[str, int]] = field(default_factory=Counter)
-    """Score records per (session id, revision)."""
+    """Score records the exporter's tap was given, per (session id, revision), both processes."""
+    before_restart: Counter[tuple[str, int]] = field(default_factory=Counter)
+    """... of them, those given to the killed process."""
+    exported_after: float = 0.0
+    """Score records the restarted process counted (`turnwatch_exporter_records_total`) ..."""
+    duplicates_after: float = 0.0
+    """... and those it found counted already."""
     replayed_frames: float = 0.0
     replay_skipped: float = 0.0
     recovery_seconds: float = 0.0
@@ -118,9 +124,22 @@ class CrashRun:
         return (self.whole | self.partial) - self.scored
 
     @property
-    def twice(self) -> set[str]:
-        """Sessions with a revision scored more than once: counted twice."""
+    def redelivered(self) -> set[str]:
+        """Sessions with a revision given to the tap more than once. The bus is at-least-once
+        across a kill (README: crash recovery), so this may happen; counting it twice may not."""
         return {sid for (sid, _revision), count in self.deliveries.items() if count > 1}
+
+    @property
+    def after_restart(self) -> Counter[tuple[str, int]]:
+        return self.deliveries - self.before_restart
+
+    @property
+    def counted_twice(self) -> float:
+        """Revisions the restarted process counted although the killed one had counted them.
+        A revision the tap saw before the kill was counted before it (the tap runs after the
+        exporters), so the restart may count at most the revisions new to it."""
+        new = set(self.after_restart) - set(self.before_restart)
+        return max(0.0, self.exported_after - len(new))
 
     @property
     def split(self) -> set[str]:
@@ -161,12 +180,14 @@ def crash_run(directory: Path, conversations: int, kill: KillPoint, wal: bool = 
     time.sleep(kill.pause)
     first.kill()
     client.thread.join(30)
+    score_log = directory / "scored.log"
     run = CrashRun(
         requests=len(requests),
         kill_after=kill_after,
         acknowledged=client.acknowledged,
         whole={session_id_for(SERVICE, key, ID_KEY) for key in client.opened & client.closed},
         partial={session_id_for(SERVICE, key, ID_KEY) for key in client.opened - client.closed},
+        before_restart=scored(score_log),
     )
 
     started = time.monotonic()
@@ -176,7 +197,10 @@ def crash_run(directory: Path, conversations: int, kill: KillPoint, wal: bool = 
         settled(second.ops_url, timeout=120)
         bus_idle(second)
         run.recovery_seconds = time.monotonic() - started
-        run.deliveries = scored(directory / "scored.log")
+        run.deliveries = scored(score_log)
+        exported = "turnwatch_exporter_records_total"
+        run.exported_after = second.metric(exported, outcome="exported")
+        run.duplicates_after = second.metric(exported, outcome="duplicate")
         run.replayed_frames = second.metric("turnwatch_wal_replayed_frames_total", kind="request")
         run.replay_skipped = second.metric("turnwatch_wal_replay_skipped_sessions_total")
     finally:
