@@ -13,8 +13,7 @@ Columns: the request the kill came after, conversations wholly and partly acknow
 frames replayed from the log at the restart, rebuilt sessions skipped because they were already
 on the bus, acknowledged conversations lost, conversations with a revision delivered again to
 the exporter (`again`: the bus is at-least-once across a kill), revisions the restart counted
-twice,
-conversations scored as two revisions (cut in two by the crash), and the time from the
+twice, conversations scored as two revisions (cut in two by the crash), and the time from the
 restart until all was scored and quiet (start-up and Presidio's load included).
 
     python benchmarks/crash.py [--runs 10] [--conversations 200] [--seed N]
