@@ -37,6 +37,7 @@ COMPILED_MODULES = [
     "collector/identity.py",
     "collector/sessionizer.py",
     "collector/resent_history.py",
+    "collector/run_bytes.py",
     "collector/sampler.py",
     "collector/assembler.py",
     "collector/otlp_wire.py",

@@ -31,15 +31,6 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1 import trace_pb2
-from turnwatch.collector.message_runs import (
-    EMPTY_TEXT_FIELD,
-    KNOWN_RUNS,
-    TEXT_HEAD,
-    TEXT_KEY,
-    KnownRuns,
-    next_run,
-    resent_text,
-)
 from turnwatch.collector.otlp_common import (
     DecodeLimits,
     DecodeResult,
@@ -66,6 +57,17 @@ from turnwatch.collector.otlp_wire import (
     split_request,
 )
 from turnwatch.collector.records import LogView, SpanEvent, SpanView
+from turnwatch.collector.run_bytes import (
+    EMPTY_TEXT_FIELD,
+    KNOWN_RUNS,
+    TEXT_HEAD,
+    TEXT_KEY,
+    locate,
+    next_run,
+    region,
+    resent_text,
+    run_key,
+)
 
 LARGE_ITEM_BYTES = 64 * 1024
 """An item longer than this that could hold more values than the request has left (two bytes
@@ -283,20 +285,14 @@ def _span_values(span: SpanView) -> int:
     return count
 
 
-# Where a span's input is compared with runs (its message attributes to the span's end, or
-# GenAI's text), their key prefix, the remembered run it begins with (or None), and how runs
-# there are remembered.
-Found = tuple[int, int, bytes, Any, tuple[int, int, int]]
-
-
 def _alone(body: bytes, view: Any, start: int, end: int, limits: DecodeLimits) -> tuple[Any, Any]:
     """A span parsed on its own, less the run of resent input it begins its input with."""
     key = (0, 0, 0)
     try:
-        position, head = KnownRuns.locate(body, start, end)
-        run_start, run_end, replaced_end = KnownRuns.region(body, position, end, head)
+        position, head = locate(body, start, end)
+        run_start, run_end, replaced_end = region(body, position, end, head)
         if run_start >= 0:
-            key = KnownRuns.key(body, run_start, run_end, head, limits.max_attribute_bytes)
+            key = run_key(body, run_start, run_end, head, limits.max_attribute_bytes)
     except Undecodable:
         run_start = -1  # upb tells what is wrong with it
     if run_start < 0:

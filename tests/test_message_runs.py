@@ -18,10 +18,16 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from turnwatch.collector import otlp_proto
-from turnwatch.collector.message_runs import KNOWN_RUNS, TEXT_KEY
 from turnwatch.collector.otlp_common import DecodeLimits
 from turnwatch.collector.otlp_values import encode_varint
 from turnwatch.collector.records import SpanView
+from turnwatch.collector.run_bytes import (
+    KNOWN_RUNS,
+    TEXT_KEY,
+    chunks_start,
+    extended_chunks,
+    longest_start,
+)
 
 from tests.conversations import call_attributes, protobuf_request, span, texts
 from tests.test_otlp_fast_decode import (
@@ -169,6 +175,61 @@ def test_bad_attributes_after_a_known_run_are_refused_as_the_stock_decoder(diale
     assert outcome(otlp_proto.decode_traces, truncated, LIMITS) == ("undecodable",)
     assert outcome(reference, truncated, LIMITS) == ("undecodable",)
     assert held.message_run is not None and held_small.message_run is not None
+
+
+@pytest.mark.parametrize("dialect", FLATTENED)
+@pytest.mark.parametrize("edited", [0, 17, 38])
+def test_a_history_edited_in_any_chunk_of_a_long_run_is_parsed_past_the_edit(dialect, edited):
+    """A run of many calls is several chunks; an edit in the first, a middle or the very last
+    message of the previous call's input (its last chunk) is found by the comparison, and the
+    span decodes as the stock decoder has it (`decoded` checks)."""
+    messages = texts(f"chunks-{dialect}", 44)
+    earlier = [call(dialect, f"chunks-{dialect}", n, messages[: 2 * n + 1]) for n in range(5, 20)]
+    history = list(messages[:41])
+    role, text = history[edited]
+    history[edited] = (role, text[:-1] + ("y" if text[-1] != "y" else "z"))
+    views = decoded([*earlier, call(dialect, f"chunks-{dialect}", 20, history)])
+    previous, last = views[-2], views[-1]
+    assert len(previous.message_run.chunks) > 1
+    assert last.resent_run is not previous.message_run
+    # Whatever it begins with ends before the edited message (two attributes a message).
+    assert last.resent_run is None or last.resent_run.items.count <= 2 * edited
+
+
+class _Run:
+    def __init__(self, *chunks: bytes) -> None:
+        self.chunks = chunks
+        self.size = sum(len(chunk) for chunk in chunks)
+
+
+def test_chunks_are_compared_whole_and_within_the_end():
+    body = b"head:" + b"a" * 300 + b"b" * 100 + b"c" * 20 + b":tail"
+    chunks = (b"a" * 300, b"b" * 100, b"c" * 20)
+    assert chunks_start(chunks, body, 5, len(body))
+    assert not chunks_start(chunks, body, 5, 5 + 419)  # the last byte past the end
+    for at in (5, 5 + 150, 5 + 299, 5 + 300, 5 + 399, 5 + 419):  # in each chunk, at its edges
+        changed = body[:at] + b"x" + body[at + 1 :]
+        assert not chunks_start(chunks, changed, 5, len(changed)), at
+
+
+def test_the_longest_run_the_bytes_begin_with_is_found():
+    body = b"a" * 300 + b"b" * 100 + b"c" * 20
+    short, whole, longer = _Run(b"a" * 300), _Run(b"a" * 300, b"b" * 100), _Run(body + b"d")
+    wrong = _Run(b"a" * 300, b"b" * 99 + b"x")
+    assert longest_start([short, wrong, whole, longer], body, 0, len(body)) is whole
+    assert longest_start([wrong, longer], body, 0, len(body)) is None
+    assert longest_start([short, whole], body, 0, 350) is short  # `whole` reaches past the end
+
+
+def test_extended_chunks_keep_the_bytes_and_halve_in_size():
+    chunks: tuple[bytes, ...] = ()
+    whole = b""
+    for number in range(200):
+        added = bytes([65 + number % 26]) * (50 + number % 7)
+        chunks, whole = extended_chunks(chunks, added), whole + added
+        assert b"".join(chunks) == whole
+        assert all(len(a) >= 2 * len(b) for a, b in itertools.pairwise(chunks))
+    assert len(chunks) <= 10
 
 
 def test_a_run_checked_under_a_larger_limit_is_not_used_under_a_smaller_one():

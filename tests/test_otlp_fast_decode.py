@@ -18,9 +18,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from turnwatch.collector import otlp_proto, otlp_values
-from turnwatch.collector.message_runs import TEXT_HEAD, TEXT_KEY
 from turnwatch.collector.otlp_common import DecodeLimits, Undecodable
 from turnwatch.collector.records import SpanView
+from turnwatch.collector.run_bytes import TEXT_HEAD, TEXT_KEY
 
 HEADS = otlp_values.MESSAGE_HEADS
 

@@ -29,7 +29,7 @@ from turnwatch.collector.dialects.base import (
     tool_call_part,
     tool_execution,
 )
-from turnwatch.collector.message_runs import TEXT_HEAD, TextPieces
+from turnwatch.collector.message_runs import TextPieces
 from turnwatch.collector.records import (
     STATUS_ERROR,
     DeferredContent,
@@ -39,6 +39,7 @@ from turnwatch.collector.records import (
     ObservationKind,
     SpanView,
 )
+from turnwatch.collector.run_bytes import TEXT_HEAD
 
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
