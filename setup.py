@@ -111,12 +111,36 @@ def compiled_extensions() -> list:
         print("turnwatch: mypyc not available; installing as pure Python", file=sys.stderr)
         return []
     try:
-        return mypycify([*MYPY_OPTIONS, *staged_sources()], opt_level="3")
+        extensions = mypycify([*MYPY_OPTIONS, *staged_sources()], opt_level="3")
     except SystemExit:
         # mypyc exits on type errors (printed above), e.g. if a newer dependency changes its
         # types. Users still get a working install; tests/test_compiled.py fails on it in CI.
         print("turnwatch: type check failed; installing as pure Python", file=sys.stderr)
         return []
+    leaks = leaking_primitives(extensions)
+    if leaks:
+        print(f"turnwatch: {'; '.join(leaks)}; installing as pure Python", file=sys.stderr)
+        return []
+    return extensions
+
+
+LEAKING_PRIMITIVES = {
+    # mypyc before the fix for mypyc/mypyc#1192 never releases the left operand of a
+    # `bytes + bytes` (one object lost per call); write b"".join((left, right)) instead.
+    "CPyBytes_Concat(": "bytes + bytes in a compiled module leaks its left operand",
+}
+
+
+def leaking_primitives(extensions: list) -> list[str]:
+    """What the generated C calls that this mypyc leaks memory with: a compiled collector that
+    grows by a little every span is worse than pure Python, so it is not installed."""
+    generated = "".join(
+        Path(source).read_text()
+        for extension in extensions
+        for source in extension.sources
+        if source.endswith(".c")
+    )
+    return [problem for call, problem in LEAKING_PRIMITIVES.items() if call in generated]
 
 
 setup(

@@ -151,8 +151,8 @@ def _string_header(rest: int) -> bytes:
         text_len = rest - header_len
         if text_len < 0:
             break
-        inner = b"\n" + encode_varint(text_len)
-        candidate = b"\x12" + encode_varint(len(inner) + text_len) + inner
+        inner = b"".join((b"\n", encode_varint(text_len)))
+        candidate = b"".join((b"\x12", encode_varint(len(inner) + text_len), inner))
         if len(candidate) == header_len:
             header = candidate
             break

@@ -26,7 +26,7 @@ replaced by a comma and the messages that follow)."""
 INPUT_HEADS = (b"llm.input_messages.", b"gen_ai.prompt.", TEXT_HEAD)
 """Key prefixes of the input messages (the flattened dialects' attributes, GenAI's one
 attribute): what resent history repeats."""
-EMPTY_TEXT_FIELD = b"\x4a\x1b\x0a\x15" + TEXT_HEAD + b"\x12\x02\x0a\x00"
+EMPTY_TEXT_FIELD = b"".join((b"\x4a\x1b\x0a\x15", TEXT_HEAD, b"\x12\x02\x0a\x00"))
 """Span.attributes holding `gen_ai.input.messages` as the empty string: what a span whose text
 begins with a known run is parsed with in its place, so its attributes keep their order."""
 SPAN_ATTRIBUTES = 9
@@ -143,7 +143,7 @@ def extended_chunks(chunks: tuple[bytes, ...], added: bytes) -> tuple[bytes, ...
     merged.append(added)
     while len(merged) > 1 and len(merged[-2]) < 2 * len(merged[-1]):
         last = merged.pop()
-        merged[-1] = merged[-1] + last
+        merged[-1] = b"".join((merged[-1], last))
     return tuple(merged)
 
 

@@ -168,7 +168,7 @@ class FlattenedContent(DeferredContent):
         it: when the run holds the same encodings, it is the run's own chain (built when the span
         was decoded), so the next span recognised by that run names this very chain."""
         run = self.run
-        if run is None or run.head != self.input_prefix.encode() + b".":
+        if run is None or run.head != b"".join((self.input_prefix.encode(), b".")):
             return InputItems(before, rest)
         items = run.items
         if items.before is before and items.count == len(rest) + (before.count if before else 0):
