@@ -250,3 +250,39 @@ def test_disk_spool_keeps_taken_records_until_acknowledged_across_segments_and_r
     assert (len(reopened), reopened.waiting) == (0, 0)
     assert len(list(directory.glob("*.seg"))) == 1
     reopened.close()
+
+
+def test_publish_takes_a_session_into_every_group_queue_without_yielding(tmp_path):
+    # The collector writes its log's done mark right after `publish` returns; had publish
+    # waited for a queue's lock (a consumer just woken holds it), other tasks would run between
+    # the queues taking the session and the mark, and a kill there republishes it.
+    bus = spooled_bus(tmp_path)
+    seen: dict[str, list[str]] = {"scorer": [], "exporter": []}
+
+    def recording(group: str):
+        async def handle(topic: str, record) -> list:
+            seen[group].append(record.session_id)
+            return []
+
+        return handle
+
+    async def steps() -> None:
+        stop = asyncio.Event()
+        consumers = []
+        for group in seen:
+            bus.subscribe([SESSIONS], group)
+            consumer = bus.consume([SESSIONS], group, recording(group), stop)
+            consumers.append(asyncio.create_task(consumer))
+        await asyncio.sleep(0.05)  # both consumers waiting on an empty queue
+        held = bus._queue(SESSIONS, "exporter").changed  # as a woken consumer holds it
+        await held.acquire()
+        publishing = asyncio.ensure_future(bus.publish(SESSIONS, "s-1", healthy("s-1")))
+        await asyncio.sleep(0)  # one step of the loop
+        assert publishing.done() and publishing.exception() is None
+        held.release()
+        await until(lambda: seen == {"scorer": ["s-1"], "exporter": ["s-1"]})
+        stop.set()
+        await asyncio.gather(*consumers)
+        await bus.close()
+
+    asyncio.run(steps())

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections import deque
@@ -78,7 +79,7 @@ class EmbeddedBus:
         self.dead_letters: deque[tuple[str, Record]] = deque(maxlen=DEAD_LETTER_KEPT)
         self._watermark = max(1, int(embedded.queue_size * embedded.high_watermark))
         self._dedupe: dict[str, SeenRevisions] = {}
-        self._acknowledging: set[asyncio.Future[None]] = set()
+        self._background: set[asyncio.Future[None]] = set()
 
     def _fifo(self, name: str) -> Fifo:
         embedded = self.config.embedded
@@ -128,11 +129,27 @@ class EmbeddedBus:
             raise ValueError(f"unknown topic {topic_label(topic)}")
         item = Item(topic, key, value)
         for state in self._queues(topic):
-            await self._append(state, item)
+            # With room, every queue takes the record in this step, and `publish` returns
+            # without yielding: the collector writes its log's done mark right after, with no
+            # other task between. Waiting here for a queue's lock (a consumer just woken holds
+            # it) let other tasks run first, and a kill there had the restart publish the
+            # session again as a second revision.
+            try:
+                state.fifo.append(item)
+            except FifoFull:
+                await self._append(state, item)
+            else:
+                self._track(functools.partial(self._wake, state))
         self.metrics.produced.labels(topic).inc()
         self._show_depth(topic)
 
+    @staticmethod
+    async def _wake(state: _Topic) -> None:
+        async with state.changed:
+            state.changed.notify_all()
+
     async def _append(self, state: _Topic, item: Item) -> None:
+        """Append once the queue has room (a consumer's pop wakes us)."""
         async with state.changed:
             waited = False
             while True:
@@ -202,8 +219,8 @@ class EmbeddedBus:
 
     def _track(self, work: Callable[[], Coroutine[None, None, None]]) -> None:
         task = asyncio.ensure_future(work())
-        self._acknowledging.add(task)  # the loop keeps only a weak reference to a task
-        task.add_done_callback(self._acknowledging.discard)
+        self._background.add(task)  # the loop keeps only a weak reference to a task
+        task.add_done_callback(self._background.discard)
 
     @staticmethod
     def _acknowledge(topic: str, state: _Topic) -> bool:
@@ -273,7 +290,7 @@ class EmbeddedBus:
         return False
 
     async def close(self) -> int:
-        for task in self._acknowledging:
+        for task in self._background:
             task.cancel()  # done below, for every queue at once
         lost = 0
         for topic in self._topics:
